@@ -1,0 +1,17 @@
+//! trajkit-model: the canonical trajectory record that every reader produces and every
+//! later stage reads, with its canonical JSON form and content digests.
+
+pub mod canonical;
+pub mod record;
+
+pub use canonical::{content_digest, seal, sha256_hex};
+pub use record::*;
+
+/// JSON Schema of the canonical record (published as docs/record.schema.json).
+pub fn json_schema() -> serde_json::Value {
+    let schema = schemars::schema_for!(Trajectory);
+    serde_json::to_value(schema).unwrap_or(serde_json::Value::Null)
+}
+
+#[cfg(test)]
+mod tests;
