@@ -1,1 +1,21 @@
-pub fn x(){}
+//! trajkit-formats: detect which harness wrote a file and read its records, one at a
+//! time, into canonical trajectories or rejections that name file, line and field.
+//!
+//! One module per source family (`atif`, `gym`, ...), each a [`reader::Reader`].
+
+pub mod atif;
+pub mod error;
+pub mod gym;
+pub mod input;
+pub mod json;
+pub mod pipeline;
+pub mod reader;
+pub mod registry;
+pub mod rejection;
+pub mod report;
+
+pub use error::FormatError;
+pub use input::{discover, InputFile};
+pub use pipeline::{read_inputs, Options, Sink};
+pub use rejection::{Problem, Reason, Rejection};
+pub use report::FileReport;

@@ -354,7 +354,9 @@ pub struct Gap {
 }
 
 /// The closed set of gap kinds (documented in docs/record.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum GapKind {
     /// A tool call that no result answers.

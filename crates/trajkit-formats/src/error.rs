@@ -1,0 +1,25 @@
+//! Typed errors of the formats crate.
+
+/// Errors that stop reading a whole file (record-level problems are `Rejection`s).
+#[derive(Debug, thiserror::Error)]
+pub enum FormatError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}: read failed after {line} lines: {source}")]
+    ReadFailed {
+        path: String,
+        line: u64,
+        source: std::io::Error,
+    },
+    #[error("path '{reference}' escapes the input root {root}")]
+    PathEscapesRoot { reference: String, root: String },
+    #[error("{path}: not a recognised trajectory format{}", guess.as_ref().map(|g| format!(" (closest guess: {g})")).unwrap_or_default())]
+    NotRecognised { path: String, guess: Option<String> },
+    #[error("{path}: empty file")]
+    Empty { path: String },
+    #[error("unknown format '{0}'")]
+    UnknownFormat(String),
+}

@@ -1,0 +1,228 @@
+//! Finding input files and opening them, decompressing by extension.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use crate::error::FormatError;
+
+/// One file to read, with the names reports use for it.
+#[derive(Debug, Clone)]
+pub struct InputFile {
+    /// Path on disk (`-` for standard input).
+    pub fs_path: PathBuf,
+    /// Path as reports show it: the argument joined with the path below it.
+    pub display: String,
+    /// Directory that paths inside the data may not escape (canonicalized).
+    pub root: PathBuf,
+}
+
+impl InputFile {
+    /// True for standard input.
+    pub fn is_stdin(&self) -> bool {
+        self.fs_path.as_os_str() == "-"
+    }
+}
+
+/// Compression of a file, from its extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    None,
+    Gzip,
+    Zstd,
+}
+
+impl Compression {
+    /// Compression named by a path's last extension.
+    pub fn of(path: &Path) -> Self {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("gz") => Compression::Gzip,
+            Some("zst") | Some("zstd") => Compression::Zstd,
+            _ => Compression::None,
+        }
+    }
+}
+
+/// File name with a compression extension removed (`a.jsonl.gz` -> `a.jsonl`).
+pub fn logical_name(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match Compression::of(path) {
+        Compression::None => name,
+        _ => match name.rfind('.') {
+            Some(i) => name[..i].to_string(),
+            None => name,
+        },
+    }
+}
+
+/// True when a file name looks like something trajkit reads.
+fn is_candidate(path: &Path) -> bool {
+    let name = logical_name(path);
+    name.ends_with(".json") || name.ends_with(".jsonl") || name.ends_with(".traj")
+}
+
+/// Expands arguments into input files: directories recursively (sorted, candidate
+/// extensions only), files as given. Missing paths are returned as errors, in order.
+pub fn discover(args: &[PathBuf]) -> (Vec<InputFile>, Vec<FormatError>) {
+    let mut files = Vec::new();
+    let mut errors = Vec::new();
+    for arg in args {
+        if arg.as_os_str() == "-" {
+            files.push(InputFile {
+                fs_path: arg.clone(),
+                display: "-".into(),
+                root: std::env::current_dir().unwrap_or_default(),
+            });
+            continue;
+        }
+        let meta = match std::fs::metadata(arg) {
+            Ok(m) => m,
+            Err(e) => {
+                errors.push(FormatError::Io {
+                    path: arg.display().to_string(),
+                    source: e,
+                });
+                continue;
+            }
+        };
+        if meta.is_dir() {
+            let root = arg.canonicalize().unwrap_or_else(|_| arg.clone());
+            let mut found = Vec::new();
+            walk(arg, &mut found, &mut errors);
+            found.sort();
+            for p in found {
+                files.push(InputFile {
+                    display: p.display().to_string(),
+                    fs_path: p,
+                    root: root.clone(),
+                });
+            }
+        } else {
+            let parent = arg
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            let root = parent
+                .canonicalize()
+                .unwrap_or_else(|_| parent.to_path_buf());
+            files.push(InputFile {
+                fs_path: arg.clone(),
+                display: arg.display().to_string(),
+                root,
+            });
+        }
+    }
+    (files, errors)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>, errors: &mut Vec<FormatError>) {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) => {
+            errors.push(FormatError::Io {
+                path: dir.display().to_string(),
+                source: e,
+            });
+            return;
+        }
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        match entry.file_type() {
+            Ok(t) if t.is_dir() => walk(&path, out, errors),
+            Ok(t) if t.is_file() && is_candidate(&path) => out.push(path),
+            _ => {}
+        }
+    }
+}
+
+/// Opens a file (or stdin) and decompresses by extension, buffered.
+pub fn open(file: &InputFile) -> Result<Box<dyn BufRead + Send>, FormatError> {
+    let io_err = |e| FormatError::Io {
+        path: file.display.clone(),
+        source: e,
+    };
+    let raw: Box<dyn Read + Send> = if file.is_stdin() {
+        Box::new(io::stdin())
+    } else {
+        Box::new(File::open(&file.fs_path).map_err(io_err)?)
+    };
+    Ok(decompress(raw, Compression::of(&file.fs_path)).map_err(io_err)?)
+}
+
+/// Wraps a reader in the decoder for `compression`, buffered.
+pub fn decompress(
+    raw: Box<dyn Read + Send>,
+    compression: Compression,
+) -> io::Result<Box<dyn BufRead + Send>> {
+    const BUF: usize = 256 * 1024;
+    Ok(match compression {
+        Compression::None => Box::new(BufReader::with_capacity(BUF, raw)),
+        Compression::Gzip => Box::new(BufReader::with_capacity(
+            BUF,
+            flate2::read::MultiGzDecoder::new(BufReader::with_capacity(BUF, raw)),
+        )),
+        Compression::Zstd => Box::new(BufReader::with_capacity(
+            BUF,
+            zstd::stream::read::Decoder::new(raw)?,
+        )),
+    })
+}
+
+/// Reads a whole (decompressed) file: for single-document formats and side files.
+pub fn read_all(file: &InputFile) -> Result<Vec<u8>, FormatError> {
+    let mut r = open(file)?;
+    let mut buf = Vec::new();
+    r.read_to_end(&mut buf).map_err(|e| FormatError::Io {
+        path: file.display.clone(),
+        source: e,
+    })?;
+    Ok(buf)
+}
+
+/// Resolves `reference` (a path written inside data) against `base_dir`, refusing any
+/// result outside `root`. Returns the path on disk.
+pub fn resolve_inside(
+    root: &Path,
+    base_dir: &Path,
+    reference: &str,
+) -> Result<PathBuf, FormatError> {
+    let rel = Path::new(reference);
+    let escapes = || FormatError::PathEscapesRoot {
+        reference: reference.to_string(),
+        root: root.display().to_string(),
+    };
+    if rel.is_absolute() || reference.contains("://") {
+        return Err(escapes());
+    }
+    // Normalize lexically first so a missing target still gets the escape check.
+    let mut joined = base_dir
+        .canonicalize()
+        .unwrap_or_else(|_| base_dir.to_path_buf());
+    for comp in rel.components() {
+        match comp {
+            std::path::Component::ParentDir => {
+                if !joined.pop() {
+                    return Err(escapes());
+                }
+            }
+            std::path::Component::Normal(c) => joined.push(c),
+            std::path::Component::CurDir => {}
+            _ => return Err(escapes()),
+        }
+    }
+    if !joined.starts_with(root) {
+        return Err(escapes());
+    }
+    // Symlinks may still point out: check the real path when the file exists.
+    if let Ok(real) = joined.canonicalize() {
+        if !real.starts_with(root) {
+            return Err(escapes());
+        }
+        return Ok(real);
+    }
+    Ok(joined)
+}

@@ -1,0 +1,103 @@
+//! The one shape every format reader has: detect, then read records one at a time.
+
+use std::path::PathBuf;
+
+use trajkit_model::Trajectory;
+
+use crate::input::InputFile;
+use crate::rejection::Problem;
+
+/// How a file holds its records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// One record per line (JSON Lines).
+    Lines,
+    /// The whole file is one document.
+    Document,
+}
+
+/// The first bytes of a (decompressed) file, for cheap detection.
+pub struct Peek<'a> {
+    /// Up to `PEEK_BYTES` of the file.
+    pub bytes: &'a [u8],
+    /// File name without compression extension (`x.jsonl.gz` -> `x.jsonl`).
+    pub name: &'a str,
+    /// The first non-blank line parsed as JSON, when it parses within the peek.
+    pub first_line: Option<&'a serde_json::Value>,
+    /// True when the peek holds a second non-blank line after a complete first line.
+    pub multi_line_records: bool,
+}
+
+/// Bytes read for detection.
+pub const PEEK_BYTES: usize = 1 << 20;
+
+impl Peek<'_> {
+    /// True when `needle` occurs in the peeked bytes.
+    pub fn contains(&self, needle: &str) -> bool {
+        memfind(self.bytes, needle.as_bytes())
+    }
+
+    /// Top-level keys of the first line's object (empty when it is not an object).
+    pub fn has_key(&self, key: &str) -> bool {
+        self.first_line
+            .and_then(|v| v.as_object())
+            .is_some_and(|m| m.contains_key(key))
+    }
+}
+
+fn memfind(hay: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// A reader's claim on a file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Detection {
+    /// 0..=100; the highest claim wins.
+    pub confidence: u8,
+    /// Why, for a person (`inspect` shows it for unrecognised files' guesses).
+    pub reason: String,
+    /// How records are laid out.
+    pub layout: Layout,
+}
+
+/// One raw record handed to a reader.
+pub struct RawRecord<'a> {
+    pub bytes: &'a [u8],
+    /// SHA-256 (hex) of `bytes`, computed once by the driver.
+    pub sha256: &'a str,
+    /// 1-based line for JSON Lines.
+    pub line: Option<u64>,
+    /// 0-based document index for document files.
+    pub document_index: Option<u64>,
+}
+
+/// What a reader makes of one record.
+pub enum RecordResult {
+    /// A trajectory. `rollout_key` names the rollout when the format has such a key:
+    /// a later, different record of the same file with the same key is a conflict.
+    Accepted {
+        trajectory: Box<Trajectory>,
+        rollout_key: Option<String>,
+        consumed: Vec<PathBuf>,
+    },
+    /// No trajectory: every problem found, the first being the counted reason.
+    Rejected(Vec<Problem>),
+}
+
+/// A format family: detection plus a pure, thread-safe record reader.
+pub trait Reader: Send + Sync {
+    /// Family name as reports show it (`atif`, `gym`, ...).
+    fn name(&self) -> &'static str;
+
+    /// Claims a file from its first bytes, or declines.
+    fn detect(&self, peek: &Peek) -> Option<Detection>;
+
+    /// Files that this file's records consume (subagents, continuations, side files).
+    /// Called before reading so those files are reported as `part_of` and not read twice.
+    fn referenced_files(&self, _file: &InputFile, _layout: Layout) -> Vec<PathBuf> {
+        Vec::new()
+    }
+
+    /// Maps one record to a trajectory or a rejection. Runs in parallel.
+    fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult;
+}

@@ -1,0 +1,157 @@
+//! Record rejections: why a record produced no trajectory, with where and which field.
+
+use serde::Serialize;
+
+/// The closed set of rejection reasons (documented in docs/record.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reason {
+    /// The record is not valid JSON (syntax, truncation, nesting beyond 128 levels).
+    InvalidJson,
+    /// The record's bytes are not UTF-8.
+    InvalidUtf8,
+    /// A required field is missing or has the wrong type.
+    SchemaViolation,
+    /// A key the format does not allow (ATIF forbids unknown keys outside `extra`).
+    UnknownField,
+    /// A value outside the format's allowed set (e.g. an unknown ATIF schema_version).
+    InvalidValue,
+    /// ATIF step ids are not 1, 2, 3, ... in order.
+    NonSequentialStepId,
+    /// An agent-only ATIF field on a non-agent step.
+    AgentOnlyField,
+    /// ATIF metrics or reasoning on an agent step with `llm_call_count` 0.
+    FieldForbiddenWithoutLlmCall,
+    /// A timestamp that is not ISO 8601.
+    InvalidTimestamp,
+    /// An observation result's `source_call_id` names no tool call of its step.
+    UnknownSourceCallId,
+    /// Embedded subagents without a unique `trajectory_id`.
+    InvalidSubagentId,
+    /// A subagent reference with neither `trajectory_id` nor `trajectory_path`.
+    UnresolvableSubagentRef,
+    /// A path inside the data points outside the input root.
+    PathEscapesRoot,
+    /// A row of a rollout family that is not a rollout (inputs, profiling, placeholders).
+    NotARollout,
+    /// Another line of the file already recorded this rollout with different content.
+    ConflictingRollout,
+    /// Output starts with a prompt-role message while the input is non-empty.
+    AmbiguousHistory,
+    /// A transition list that rewrites earlier history.
+    TransitionRewritesHistory,
+}
+
+impl Reason {
+    /// The snake_case name used in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::InvalidJson => "invalid_json",
+            Reason::InvalidUtf8 => "invalid_utf8",
+            Reason::SchemaViolation => "schema_violation",
+            Reason::UnknownField => "unknown_field",
+            Reason::InvalidValue => "invalid_value",
+            Reason::NonSequentialStepId => "non_sequential_step_id",
+            Reason::AgentOnlyField => "agent_only_field",
+            Reason::FieldForbiddenWithoutLlmCall => "field_forbidden_without_llm_call",
+            Reason::InvalidTimestamp => "invalid_timestamp",
+            Reason::UnknownSourceCallId => "unknown_source_call_id",
+            Reason::InvalidSubagentId => "invalid_subagent_id",
+            Reason::UnresolvableSubagentRef => "unresolvable_subagent_ref",
+            Reason::PathEscapesRoot => "path_escapes_root",
+            Reason::NotARollout => "not_a_rollout",
+            Reason::ConflictingRollout => "conflicting_rollout",
+            Reason::AmbiguousHistory => "ambiguous_history",
+            Reason::TransitionRewritesHistory => "transition_rewrites_history",
+        }
+    }
+
+    /// Every reason, for documentation and tests.
+    pub const ALL: [Reason; 17] = [
+        Reason::InvalidJson,
+        Reason::InvalidUtf8,
+        Reason::SchemaViolation,
+        Reason::UnknownField,
+        Reason::InvalidValue,
+        Reason::NonSequentialStepId,
+        Reason::AgentOnlyField,
+        Reason::FieldForbiddenWithoutLlmCall,
+        Reason::InvalidTimestamp,
+        Reason::UnknownSourceCallId,
+        Reason::InvalidSubagentId,
+        Reason::UnresolvableSubagentRef,
+        Reason::PathEscapesRoot,
+        Reason::NotARollout,
+        Reason::ConflictingRollout,
+        Reason::AmbiguousHistory,
+        Reason::TransitionRewritesHistory,
+    ];
+}
+
+/// One problem found in a record: the field (JSON path) and what is wrong.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Problem {
+    pub reason: Reason,
+    /// JSON path of the field, `$` for the whole record.
+    pub json_path: String,
+    /// A sentence for a person.
+    pub message: String,
+}
+
+impl Problem {
+    pub fn new(reason: Reason, json_path: impl Into<String>, message: impl Into<String>) -> Self {
+        Problem {
+            reason,
+            json_path: json_path.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// A rejected record: where it is and every problem found (the first is the reason counted).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Rejection {
+    pub path: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub document_index: Option<u64>,
+    pub reason: Reason,
+    pub problems: Vec<Problem>,
+}
+
+impl Rejection {
+    /// `path:line` or `path#doc` or `path`, as error messages show a location.
+    pub fn location(&self) -> String {
+        match (self.line, self.document_index) {
+            (Some(l), _) => format!("{}:{}", self.path, l),
+            (None, Some(d)) => format!("{}#{}", self.path, d),
+            _ => self.path.clone(),
+        }
+    }
+}
+
+/// Maps a serde_json parse error to a problem naming line and column within the record.
+pub fn json_problem(err: &serde_json::Error) -> Problem {
+    Problem::new(
+        Reason::InvalidJson,
+        "$",
+        format!(
+            "invalid JSON at line {} column {}: {}",
+            err.line(),
+            err.column(),
+            err
+        ),
+    )
+}
+
+/// Checks that `bytes` are UTF-8; the problem names the byte offset of the first bad byte.
+pub fn utf8_problem(bytes: &[u8]) -> Option<Problem> {
+    std::str::from_utf8(bytes).err().map(|e| {
+        Problem::new(
+            Reason::InvalidUtf8,
+            "$",
+            format!("invalid UTF-8 at byte offset {}", e.valid_up_to()),
+        )
+    })
+}
