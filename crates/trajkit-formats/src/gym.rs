@@ -1,16 +1,641 @@
-//! placeholder
+//! NVIDIA NeMo Gym rollouts: one JSON line per rollout, a Responses-API request
+//! (`responses_create_params`) and response (`response.output`) plus the verifier's reward.
+//!
+//! The conversation is the input items followed by the output items. See
+//! docs/formats/gym.md for the mapping, task-key and outcome rules.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::{Map, Value};
+use trajkit_model::{
+    canonical::instruction_task_key, Agent, Authorship, Extra, Gap, GapKind, Metrics, Outcome,
+    Provenance, Role, Step, Task, TaskKeySource, ToolCall, ToolResult, Trajectory, Verification,
+    SCHEMA_VERSION,
+};
+
 use crate::input::InputFile;
-use crate::reader::*;
-/// Reader.
+use crate::json::{content_text, into_extra, take, take_f64, take_str, take_u64};
+use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
+use crate::rejection::{json_problem, utf8_problem, Problem, Reason};
+
+/// Reader for NeMo Gym rollout JSONL.
 pub struct GymReader;
+
+const PLACEHOLDER: &[u8] = b"<PLACEHOLDER ROW>";
+
 impl Reader for GymReader {
     fn name(&self) -> &'static str {
         "gym"
     }
-    fn detect(&self, _peek: &Peek) -> Option<Detection> {
+
+    fn detect(&self, peek: &Peek) -> Option<Detection> {
+        let lines = |confidence, reason: &str| {
+            Some(Detection {
+                confidence,
+                reason: reason.to_string(),
+                layout: Layout::Lines,
+            })
+        };
+        if peek.has_key("responses_create_params") || peek.has_key("_ng_task_index") {
+            return lines(
+                95,
+                "rollout keys (responses_create_params / _ng_task_index)",
+            );
+        }
+        if peek.has_key("sample") && peek.has_key("mean/reward") {
+            return lines(90, "gym reward-profiling rows");
+        }
+        let rollout_name = peek.name.ends_with(".jsonl") && peek.name.contains("rollouts");
+        if rollout_name && peek.has_key("reward") {
+            return lines(60, "reward rows in a file named like Gym rollouts");
+        }
+        if rollout_name && peek.first_line.is_none() && peek.bytes.starts_with(PLACEHOLDER) {
+            return lines(60, "placeholder rows in a file named like Gym rollouts");
+        }
+        if peek.has_key("response") && peek.has_key("reward") {
+            return lines(40, "response and reward keys");
+        }
         None
     }
-    fn read_record(&self, _raw: &RawRecord, _file: &InputFile) -> RecordResult {
-        RecordResult::Rejected(vec![])
+
+    fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
+        match read(raw, file) {
+            Ok((t, key)) => RecordResult::Accepted {
+                trajectory: Box::new(t),
+                rollout_key: key,
+                consumed: Vec::new(),
+            },
+            Err(p) => RecordResult::Rejected(vec![p]),
+        }
+    }
+}
+
+fn not_a_rollout(what: &str) -> Problem {
+    Problem::new(Reason::NotARollout, "$", format!("not a rollout: {what}"))
+}
+
+/// Maps one rollout line; returns the trajectory and its rollout key.
+fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Option<String>), Problem> {
+    if raw.bytes.trim_ascii() == PLACEHOLDER {
+        return Err(not_a_rollout("placeholder row"));
+    }
+    if let Some(p) = utf8_problem(raw.bytes) {
+        return Err(p);
+    }
+    let value: Value = serde_json::from_slice(raw.bytes).map_err(|e| json_problem(&e))?;
+    let Value::Object(mut row) = value else {
+        return Err(Problem::new(
+            Reason::SchemaViolation,
+            "$",
+            "a rollout line must be a JSON object",
+        ));
+    };
+    let mut response = match row.remove("response") {
+        Some(Value::Object(r)) => r,
+        Some(other) => {
+            row.insert("response".into(), other);
+            return Err(Problem::new(
+                Reason::SchemaViolation,
+                "$.response",
+                "response must be an object",
+            ));
+        }
+        None => return Err(not_a_rollout(classify_non_rollout(&row))),
+    };
+    let mut params = match row.remove("responses_create_params") {
+        Some(Value::Object(p)) => p,
+        None | Some(Value::Null) => Map::new(),
+        Some(_) => {
+            return Err(Problem::new(
+                Reason::SchemaViolation,
+                "$.responses_create_params",
+                "responses_create_params must be an object",
+            ))
+        }
+    };
+
+    let input = input_items(&mut params)?;
+    let input_len = input.len();
+    let output = output_items(&mut response)?;
+    if input_len > 0 {
+        if let Some(first) = output.first() {
+            if is_prompt_message(first) {
+                return Err(Problem::new(
+                    Reason::AmbiguousHistory,
+                    "$.response.output[0]",
+                    "output starts with a prompt-role message while the input is non-empty",
+                ));
+            }
+        }
+    }
+
+    let mut steps = Vec::with_capacity(input_len + output.len());
+    let mut gaps = Vec::new();
+    let mut builder = StepBuilder::default();
+    for (i, item) in input.into_iter().enumerate() {
+        builder.push(
+            item,
+            false,
+            &format!("$.responses_create_params.input[{i}]"),
+            &mut steps,
+        )?;
+    }
+    for (i, item) in output.into_iter().enumerate() {
+        builder.push(item, true, &format!("$.response.output[{i}]"), &mut steps)?;
+    }
+    builder.flush(&mut steps);
+    link_tool_results(&steps, &mut gaps);
+    if steps.is_empty() {
+        gaps.push(Gap {
+            detail: None,
+            kind: GapKind::NoSteps,
+            step: None,
+        });
+    }
+    if let Some(reason) = response
+        .get("incomplete_details")
+        .and_then(|d| d.get("reason"))
+        .and_then(Value::as_str)
+    {
+        gaps.push(Gap::at(GapKind::IncompleteGeneration, None, reason));
+    }
+    for (i, s) in steps.iter().enumerate() {
+        for c in s.tool_calls.iter().filter(|c| c.arguments_invalid) {
+            gaps.push(Gap::at(
+                GapKind::InvalidToolArguments,
+                Some(i),
+                c.name.clone(),
+            ));
+        }
+    }
+
+    let rollout_key = rollout_key(&row);
+    let agent_name = row
+        .get("agent_ref")
+        .and_then(|a| a.get("name"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let model = take_str(&mut response, "model").or_else(|| take_str(&mut params, "model"));
+    let tools = match take(&mut params, "tools") {
+        Some(Value::Array(t)) if !t.is_empty() => Some(t),
+        other => {
+            if let Some(v) = other {
+                params.insert("tools".into(), v);
+            }
+            match response.get("tools") {
+                Some(Value::Array(t)) if !t.is_empty() => match response.remove("tools") {
+                    Some(Value::Array(t)) => Some(t),
+                    _ => None,
+                },
+                _ => None,
+            }
+        }
+    };
+    let metrics = usage_metrics(&mut response);
+    let outcome = outcome(&mut row);
+    let task = task(&mut row, &steps, agent_name.as_deref(), raw.sha256);
+
+    let mut extra: Extra = into_extra(row);
+    if !params.is_empty() {
+        extra.insert("responses_create_params".into(), Value::Object(params));
+    }
+    if !response.is_empty() {
+        extra.insert("response".into(), Value::Object(response));
+    }
+    let t = Trajectory {
+        agent: Agent {
+            model,
+            name: agent_name,
+            version: None,
+        },
+        content_digest: String::new(),
+        extra,
+        gaps,
+        id: format!("gym-{}", &raw.sha256[..16]),
+        metrics,
+        outcome,
+        provenance: Provenance {
+            document_index: raw.document_index,
+            format: "gym".into(),
+            format_version: None,
+            line: raw.line,
+            path: file.display.clone(),
+            sha256: raw.sha256.to_string(),
+        },
+        schema_version: SCHEMA_VERSION.into(),
+        session_id: None,
+        steps,
+        subagents: Vec::new(),
+        task,
+        tools,
+    };
+    Ok((t, rollout_key))
+}
+
+/// Says what a row without `response` is, for the rejection message.
+fn classify_non_rollout(row: &Map<String, Value>) -> &'static str {
+    if row.contains_key("sample") && row.keys().any(|k| k.starts_with("mean/")) {
+        "reward-profiling row (no response)"
+    } else if row.contains_key("responses_create_params") {
+        "task input row (no response)"
+    } else if row.contains_key("reward") {
+        "reward-only row (no response)"
+    } else {
+        "row without a response"
+    }
+}
+
+/// `input` as a list of items (a plain string becomes one user message).
+fn input_items(params: &mut Map<String, Value>) -> Result<Vec<Value>, Problem> {
+    match params.remove("input") {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::String(s)) => {
+            let mut m = Map::new();
+            m.insert("role".into(), Value::String("user".into()));
+            m.insert("content".into(), Value::String(s));
+            m.insert("type".into(), Value::String("message".into()));
+            Ok(vec![Value::Object(m)])
+        }
+        Some(Value::Array(items)) => Ok(items),
+        Some(_) => Err(Problem::new(
+            Reason::SchemaViolation,
+            "$.responses_create_params.input",
+            "input must be a string or a list of items",
+        )),
+    }
+}
+
+/// `output` items; for transition lists, the last transition when each extends the previous.
+fn output_items(response: &mut Map<String, Value>) -> Result<Vec<Value>, Problem> {
+    let transitions = response
+        .get("contains_transitions")
+        .and_then(Value::as_bool)
+        == Some(true);
+    let output = match response.remove("output") {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(items)) => items,
+        Some(_) => {
+            return Err(Problem::new(
+                Reason::SchemaViolation,
+                "$.response.output",
+                "output must be a list",
+            ))
+        }
+    };
+    if !transitions {
+        return Ok(output);
+    }
+    let mut lists = Vec::with_capacity(output.len());
+    for (i, t) in output.into_iter().enumerate() {
+        match t {
+            Value::Array(items) => lists.push(items),
+            _ => {
+                return Err(Problem::new(
+                    Reason::SchemaViolation,
+                    format!("$.response.output[{i}]"),
+                    "with contains_transitions each output entry must be a list of items",
+                ))
+            }
+        }
+    }
+    for i in 1..lists.len() {
+        let (prev, next) = (&lists[i - 1], &lists[i]);
+        if next.len() < prev.len() || next[..prev.len()] != prev[..] {
+            return Err(Problem::new(
+                Reason::TransitionRewritesHistory,
+                format!("$.response.output[{i}]"),
+                format!(
+                    "transition {i} does not extend transition {}: history was rewritten",
+                    i - 1
+                ),
+            ));
+        }
+    }
+    Ok(lists.pop().unwrap_or_default())
+}
+
+fn is_prompt_message(item: &Value) -> bool {
+    let kind = item.get("type").and_then(Value::as_str);
+    matches!(kind, None | Some("message"))
+        && matches!(
+            item.get("role").and_then(Value::as_str),
+            Some("user" | "system" | "developer")
+        )
+}
+
+/// Groups Responses items into steps: reasoning, an assistant message and the function
+/// calls that follow it form one assistant decision; every other item is a step of its own.
+#[derive(Default)]
+struct StepBuilder {
+    open: Option<Step>,
+}
+
+impl StepBuilder {
+    fn flush(&mut self, steps: &mut Vec<Step>) {
+        if let Some(s) = self.open.take() {
+            steps.push(s);
+        }
+    }
+
+    /// The open assistant step if it can take `what`, else a fresh one.
+    fn assistant(&mut self, steps: &mut Vec<Step>, what: &str) -> &mut Step {
+        let fits = match &self.open {
+            Some(s) => match what {
+                "function_call" => true,
+                "message" => s.content.is_none() && s.tool_calls.is_empty(),
+                _ => s.reasoning.is_none() && s.content.is_none() && s.tool_calls.is_empty(),
+            },
+            None => false,
+        };
+        if !fits {
+            self.flush(steps);
+        }
+        self.open
+            .get_or_insert_with(|| Step::new(Role::Assistant, None))
+    }
+
+    fn push(
+        &mut self,
+        item: Value,
+        from_output: bool,
+        path: &str,
+        steps: &mut Vec<Step>,
+    ) -> Result<(), Problem> {
+        let Value::Object(mut item) = item else {
+            return Err(Problem::new(
+                Reason::SchemaViolation,
+                path,
+                "an item must be an object",
+            ));
+        };
+        let kind = take_str(&mut item, "type");
+        match kind.as_deref() {
+            None | Some("message") => {
+                let role = take_str(&mut item, "role").ok_or_else(|| {
+                    Problem::new(
+                        Reason::SchemaViolation,
+                        format!("{path}.role"),
+                        "message without role",
+                    )
+                })?;
+                let content = take(&mut item, "content");
+                if role == "assistant" {
+                    let step = self.assistant(steps, "message");
+                    step.content = content;
+                    keep_leftovers(&mut step.extra, "message", item, kind.is_none());
+                    return Ok(());
+                }
+                let role_enum = match role.as_str() {
+                    "user" => Role::User,
+                    "system" | "developer" => Role::System,
+                    "tool" => Role::Tool,
+                    _ => {
+                        return Err(Problem::new(
+                            Reason::InvalidValue,
+                            format!("{path}.role"),
+                            format!("unknown message role '{role}'"),
+                        ))
+                    }
+                };
+                self.flush(steps);
+                let mut step = Step::new(role_enum, content);
+                if from_output {
+                    step.authorship = Authorship::Unknown;
+                }
+                if role == "developer" {
+                    step.extra.insert("role".into(), Value::String(role));
+                }
+                keep_leftovers(&mut step.extra, "message", item, kind.is_none());
+                steps.push(step);
+            }
+            Some("reasoning") => {
+                let text = reasoning_text(&item);
+                let step = self.assistant(steps, "reasoning");
+                if let Some(t) = text {
+                    item.remove("summary");
+                    item.remove("content");
+                    step.reasoning = Some(t);
+                }
+                keep_leftovers(&mut step.extra, "reasoning", item, false);
+            }
+            Some("function_call") => {
+                let call = tool_call(item, path)?;
+                self.assistant(steps, "function_call").tool_calls.push(call);
+            }
+            Some("function_call_output") => {
+                self.flush(steps);
+                let call_id = take_str(&mut item, "call_id");
+                let content = take(&mut item, "output");
+                let mut step = Step::new(Role::Tool, None);
+                step.tool_results.push(ToolResult {
+                    call_id,
+                    content,
+                    extra: into_extra(item),
+                    subagent_refs: Vec::new(),
+                });
+                steps.push(step);
+            }
+            Some(other) => {
+                // Unknown item kinds (web_search_call, ...) are kept whole as environment steps.
+                self.flush(steps);
+                let mut step = Step::new(Role::Environment, None);
+                step.extra
+                    .insert("type".into(), Value::String(other.to_string()));
+                step.extra.insert("item".into(), Value::Object(item));
+                steps.push(step);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Keeps an item's unmapped fields under `key` (and records a missing `type`).
+fn keep_leftovers(extra: &mut Extra, key: &str, mut item: Map<String, Value>, untyped: bool) {
+    if untyped {
+        item.insert("type".into(), Value::Null);
+    }
+    if !item.is_empty() {
+        extra.insert(key.into(), Value::Object(item));
+    }
+}
+
+fn reasoning_text(item: &Map<String, Value>) -> Option<String> {
+    let from = |key: &str| {
+        item.get(key)
+            .and_then(content_text)
+            .filter(|t| !t.is_empty())
+    };
+    from("content").or_else(|| from("summary"))
+}
+
+fn tool_call(mut item: Map<String, Value>, path: &str) -> Result<ToolCall, Problem> {
+    let name = take_str(&mut item, "name").ok_or_else(|| {
+        Problem::new(
+            Reason::SchemaViolation,
+            format!("{path}.name"),
+            "function_call without name",
+        )
+    })?;
+    let id = take_str(&mut item, "call_id");
+    let (arguments, invalid) = match item.remove("arguments") {
+        Some(Value::String(s)) => match serde_json::from_str::<Value>(&s) {
+            Ok(v) => (v, false),
+            Err(_) => (Value::String(s), true),
+        },
+        Some(other) => (other, false),
+        None => (Value::Object(Map::new()), false),
+    };
+    Ok(ToolCall {
+        arguments,
+        arguments_invalid: invalid,
+        extra: into_extra(item),
+        id,
+        name,
+        text_embedded: false,
+    })
+}
+
+/// Pairs results with calls by id and records what does not pair.
+pub(crate) fn link_tool_results(steps: &[Step], gaps: &mut Vec<Gap>) {
+    let mut calls: HashMap<&str, usize> = HashMap::new();
+    for (i, s) in steps.iter().enumerate() {
+        for c in &s.tool_calls {
+            if let Some(id) = c.id.as_deref() {
+                if calls.insert(id, i).is_some() {
+                    gaps.push(Gap::at(GapKind::DuplicateToolCallId, Some(i), id));
+                }
+            }
+        }
+    }
+    let mut answered: HashSet<&str> = HashSet::new();
+    for (i, s) in steps.iter().enumerate() {
+        for r in &s.tool_results {
+            match r.call_id.as_deref() {
+                Some(id) if calls.contains_key(id) => {
+                    answered.insert(id);
+                }
+                other => gaps.push(Gap::at(
+                    GapKind::ResultWithoutCall,
+                    Some(i),
+                    other.unwrap_or("(no call id)"),
+                )),
+            }
+        }
+    }
+    for (i, s) in steps.iter().enumerate() {
+        for c in &s.tool_calls {
+            if !c.id.as_deref().is_some_and(|id| answered.contains(id)) {
+                gaps.push(Gap::at(
+                    GapKind::UnansweredToolCall,
+                    Some(i),
+                    c.id.clone().unwrap_or_default(),
+                ));
+            }
+        }
+    }
+}
+
+/// Token usage: Responses (`input_tokens`) or Chat Completions (`prompt_tokens`) style.
+fn usage_metrics(response: &mut Map<String, Value>) -> Option<Metrics> {
+    let Some(Value::Object(mut usage)) = take(response, "usage") else {
+        return None;
+    };
+    let prompt =
+        take_u64(&mut usage, "input_tokens").or_else(|| take_u64(&mut usage, "prompt_tokens"));
+    let completion =
+        take_u64(&mut usage, "output_tokens").or_else(|| take_u64(&mut usage, "completion_tokens"));
+    let cached = ["input_tokens_details", "prompt_tokens_details"]
+        .iter()
+        .find_map(|k| {
+            let details = usage.get_mut(*k)?.as_object_mut()?;
+            take_u64(details, "cached_tokens")
+        });
+    let cost = take_f64(&mut usage, "cost");
+    Some(Metrics {
+        cached_tokens: cached,
+        completion_tokens: completion,
+        cost_usd: cost,
+        extra: into_extra(usage),
+        prompt_tokens: prompt,
+    })
+}
+
+/// Reward from the resources server's verifier; status stays unknown (no success rule here).
+fn outcome(row: &mut Map<String, Value>) -> Outcome {
+    let reward = take_f64(row, "reward");
+    let mut components = std::collections::BTreeMap::new();
+    if let Some(Value::Object(c)) = row.get("reward_components") {
+        if c.values().all(Value::is_number) {
+            for (k, v) in c {
+                if let Some(f) = v.as_f64() {
+                    components.insert(k.clone(), f);
+                }
+            }
+            row.remove("reward_components");
+        }
+    }
+    let verification = if reward.is_some() {
+        Verification::SourceEvaluator
+    } else {
+        Verification::Unverified
+    };
+    Outcome {
+        reward,
+        reward_components: components,
+        status: Default::default(),
+        verification,
+    }
+}
+
+/// Rollout key: (`_ng_task_index`, `_ng_rollout_index`) or `ng_trajectory`'s rollout id.
+fn rollout_key(row: &Map<String, Value>) -> Option<String> {
+    if let (Some(t), Some(r)) = (row.get("_ng_task_index"), row.get("_ng_rollout_index")) {
+        if !t.is_null() && !r.is_null() {
+            return Some(format!("task {t} rollout {r}"));
+        }
+    }
+    let traj = row.get("ng_trajectory")?;
+    ["rollout_id", "id"]
+        .iter()
+        .find_map(|k| traj.get(*k).filter(|v| v.is_string() || v.is_number()))
+        .map(|v| format!("ng_trajectory {v}"))
+}
+
+/// Task: an explicit `task_id` / `instance_id`, else the hashed first user instruction
+/// plus the agent (environment) name. `_ng_task_index` is never a key.
+fn task(
+    row: &mut Map<String, Value>,
+    steps: &[Step],
+    environment: Option<&str>,
+    sha: &str,
+) -> Task {
+    let instruction = steps
+        .iter()
+        .find(|s| s.role == Role::User)
+        .and_then(|s| s.content.as_ref())
+        .and_then(content_text);
+    let explicit = ["task_id", "instance_id"]
+        .iter()
+        .find_map(|k| match row.get(*k) {
+            Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+            Some(Value::Number(n)) => Some(n.to_string()),
+            _ => None,
+        });
+    let (key, key_source) = match (explicit, &instruction) {
+        (Some(id), _) => (
+            format!("{}/{}", environment.unwrap_or("gym"), id),
+            TaskKeySource::Explicit,
+        ),
+        (None, Some(text)) => (
+            instruction_task_key(text, environment),
+            TaskKeySource::InstructionHash,
+        ),
+        (None, None) => (format!("r:{}", &sha[..16]), TaskKeySource::RecordHash),
+    };
+    Task {
+        environment: environment.map(str::to_string),
+        instruction,
+        key,
+        key_source,
     }
 }

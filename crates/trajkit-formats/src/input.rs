@@ -150,7 +150,7 @@ pub fn open(file: &InputFile) -> Result<Box<dyn BufRead + Send>, FormatError> {
     } else {
         Box::new(File::open(&file.fs_path).map_err(io_err)?)
     };
-    Ok(decompress(raw, Compression::of(&file.fs_path)).map_err(io_err)?)
+    decompress(raw, Compression::of(&file.fs_path)).map_err(io_err)
 }
 
 /// Wraps a reader in the decoder for `compression`, buffered.

@@ -35,6 +35,10 @@ pub trait Sink {
     fn rejection(&mut self, _r: &Rejection) {}
     /// A file is finished; its figures are final.
     fn file_done(&mut self, _report: &FileReport) {}
+    /// True to stop reading (e.g. `--strict` after the first rejection).
+    fn should_stop(&self) -> bool {
+        false
+    }
 }
 
 /// Records per parallel batch, and bytes per batch.
@@ -55,6 +59,9 @@ struct OwnedRecord {
     line: Option<u64>,
     document_index: Option<u64>,
 }
+
+/// What the producer thread needs per file: the file, whether to read it, its layout.
+type ProducerJob = (InputFile, bool, Layout, Option<Box<dyn BufRead + Send>>);
 
 enum Msg {
     Batch(usize, Vec<OwnedRecord>),
@@ -77,7 +84,7 @@ pub fn read_inputs(
     mark_consumed(&mut plans);
 
     let (tx, rx) = bounded::<Msg>(4);
-    let producer_plans: Vec<(InputFile, bool, Layout, Option<Box<dyn BufRead + Send>>)> = plans
+    let producer_plans: Vec<ProducerJob> = plans
         .iter_mut()
         .map(|p| {
             (
@@ -115,6 +122,13 @@ pub fn read_inputs(
                 let state = states.entry(idx).or_default();
                 for (rec, p) in records.iter().zip(processed) {
                     apply(plan, state, rec, p, sink);
+                    if sink.should_stop() {
+                        break;
+                    }
+                }
+                if sink.should_stop() {
+                    sink.file_done(&plan.report);
+                    break;
                 }
             }
             Msg::End(idx, err) => {

@@ -45,15 +45,15 @@ fn sample() -> Trajectory {
 
 /// Recursively checks that every object's keys appear in sorted order in the text.
 fn assert_sorted(text: &str) {
-    fn walk(v: &Value, text: &str) {
+    fn walk(v: &Value) {
         if let Value::Object(m) = v {
             let keys: Vec<_> = m.keys().collect();
             let mut sorted = keys.clone();
             sorted.sort();
             assert_eq!(keys, sorted);
-            m.values().for_each(|x| walk(x, text));
+            m.values().for_each(walk);
         } else if let Value::Array(a) = v {
-            a.iter().for_each(|x| walk(x, text));
+            a.iter().for_each(walk);
         }
     }
     // serde_json without preserve_order sorts on parse, so compare the text instead.
@@ -63,7 +63,7 @@ fn assert_sorted(text: &str) {
         text,
         "keys not in sorted order"
     );
-    walk(&reparsed, text);
+    walk(&reparsed);
 }
 
 #[test]

@@ -1,1 +1,90 @@
-fn main() {}
+//! `trajkit`: the command-line program. Thin: parse flags, call the crates, print,
+//! and exit with a status scripts can trust (0 ok, 1 some records rejected, 2 nothing
+//! could be read or a usage error).
+
+mod commands;
+mod output;
+mod progress;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Toolkit for AI-agent trajectory data.
+#[derive(Parser)]
+#[command(name = "trajkit", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Options every reading command shares.
+#[derive(Args, Clone)]
+pub struct ReadArgs {
+    /// Files or directories (recursive); `-` reads standard input.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Force a format instead of detecting it per file.
+    #[arg(long)]
+    pub format: Option<String>,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Show what is in each file: format, records, trajectories, steps, tool calls, rejections.
+    Inspect {
+        #[command(flatten)]
+        read: ReadArgs,
+        /// One JSON object per input file per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Report every problem with file:line and field; exit 1 if any record is rejected.
+    Validate {
+        #[command(flatten)]
+        read: ReadArgs,
+        /// Stop at the first rejected record.
+        #[arg(long)]
+        strict: bool,
+        /// One JSON object per problem per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write one canonical record per trajectory as JSON Lines (.gz/.zst by extension).
+    Convert {
+        #[command(flatten)]
+        read: ReadArgs,
+        /// Output file (`-` for standard output); written atomically.
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+    /// Print the JSON Schema of the canonical record.
+    Schema,
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let result = match cli.command {
+        Command::Inspect { read, json } => commands::inspect::run(&read, json),
+        Command::Validate { read, strict, json } => commands::validate::run(&read, strict, json),
+        Command::Convert { read, output } => commands::convert::run(&read, &output),
+        Command::Schema => commands::schema::run(),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("trajkit: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

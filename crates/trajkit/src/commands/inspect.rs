@@ -1,0 +1,109 @@
+//! `trajkit inspect`: per-file figures, as a table or JSON lines.
+
+use anyhow::Result;
+use trajkit_formats::{FileReport, InputFile, Sink};
+
+use super::{init_threads, read};
+use crate::ReadArgs;
+
+struct Discard;
+impl Sink for Discard {
+    fn trajectory(&mut self, _: &InputFile, _: &trajkit_model::Trajectory, _: Option<&[u8]>) {}
+}
+
+pub fn run(args: &ReadArgs, json: bool) -> Result<u8> {
+    init_threads(args)?;
+    let outcome = read(args, false, &mut Discard)?;
+    if json {
+        for r in &outcome.reports {
+            println!("{}", serde_json::to_string(r)?);
+        }
+    } else {
+        print_table(&outcome.reports);
+    }
+    // inspect describes; it fails only when nothing could be read.
+    Ok(if outcome.exit_code() == 2 { 2 } else { 0 })
+}
+
+fn print_table(reports: &[FileReport]) {
+    let header = [
+        "path",
+        "format",
+        "records",
+        "traj",
+        "subagents",
+        "steps",
+        "tool_calls",
+        "dup",
+        "rejected",
+        "notes",
+    ];
+    let rows: Vec<[String; 10]> = reports
+        .iter()
+        .map(|r| {
+            [
+                r.path.clone(),
+                r.format.clone().unwrap_or_else(|| "-".into()),
+                r.records.to_string(),
+                r.trajectories.to_string(),
+                r.subagents.to_string(),
+                r.steps.to_string(),
+                r.tool_calls.to_string(),
+                r.duplicate_records.to_string(),
+                r.rejected.to_string(),
+                notes(r),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(str::len);
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        let mut out = String::new();
+        for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
+            if i == cells.len() - 1 {
+                out.push_str(c);
+            } else if (2..9).contains(&i) {
+                out.push_str(&format!("{c:>w$}  "));
+            } else {
+                out.push_str(&format!("{c:<w$}  "));
+            }
+        }
+        println!("{}", out.trim_end());
+    };
+    line(&header.map(String::from));
+    for row in &rows {
+        line(row);
+    }
+    let total = |f: fn(&FileReport) -> u64| reports.iter().map(f).sum::<u64>();
+    println!(
+        "{} files: {} trajectories, {} subagents, {} steps, {} tool calls, {} duplicates, {} rejected",
+        reports.len(),
+        total(|r| r.trajectories),
+        total(|r| r.subagents),
+        total(|r| r.steps),
+        total(|r| r.tool_calls),
+        total(|r| r.duplicate_records),
+        total(|r| r.rejected)
+    );
+}
+
+fn notes(r: &FileReport) -> String {
+    let mut parts = Vec::new();
+    if let Some(p) = &r.part_of {
+        parts.push(format!("part of {p}"));
+    }
+    if let Some(e) = &r.error {
+        parts.push(e.clone());
+    }
+    for (k, v) in &r.reasons {
+        parts.push(format!("{k}={v}"));
+    }
+    for (k, v) in &r.gaps {
+        parts.push(format!("gap {k}={v}"));
+    }
+    parts.join("; ")
+}
