@@ -42,6 +42,12 @@ impl Reader for GymReader {
                 "rollout keys (responses_create_params / _ng_task_index)",
             );
         }
+        if peek.first_line.is_none() && peek.contains("\"responses_create_params\"") {
+            return lines(
+                80,
+                "rollout key in a first line too long or malformed to parse",
+            );
+        }
         if peek.has_key("sample") && peek.has_key("mean/reward") {
             return lines(90, "gym reward-profiling rows");
         }

@@ -163,11 +163,19 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>) -> Plan {
             return plan;
         }
     };
+    // A read error here (say a truncated .gz) is not final: detect on what was read and
+    // let the record stream meet the error again at its line.
     let mut peek = Vec::new();
-    if let Err(e) = (&mut reader).take(PEEK_BYTES as u64).read_to_end(&mut peek) {
-        report.error = Some(format!("{}: {}", plan.file.display, e));
-        plan.report = report;
-        return plan;
+    let peek_error = (&mut reader)
+        .take(PEEK_BYTES as u64)
+        .read_to_end(&mut peek)
+        .err();
+    if peek.is_empty() {
+        if let Some(e) = peek_error {
+            report.error = Some(format!("{}: {}", plan.file.display, e));
+            plan.report = report;
+            return plan;
+        }
     }
     if plan.file.is_stdin() {
         plan.stdin = Some(Box::new(std::io::Cursor::new(peek.clone()).chain(reader)));
@@ -314,15 +322,22 @@ fn produce(
     let mut line_no = 0u64;
     loop {
         let mut buf = Vec::new();
-        let n = reader.read_until(b'\n', &mut buf).map_err(|e| {
-            format!(
-                "{}:{}: read failed after line {}: {}",
-                file.display,
-                line_no + 1,
-                line_no,
-                e
-            )
-        })?;
+        let n = match reader.read_until(b'\n', &mut buf) {
+            Ok(n) => n,
+            Err(e) => {
+                // Records read before the failure still count.
+                if !batch.is_empty() {
+                    let _ = tx.send(Msg::Batch(idx, batch));
+                }
+                return Err(format!(
+                    "{}:{}: read failed after line {}: {}",
+                    file.display,
+                    line_no + 1,
+                    line_no,
+                    e
+                ));
+            }
+        };
         if n == 0 {
             break;
         }

@@ -69,6 +69,14 @@ pub fn run(args: &ReadArgs, output: &Path) -> Result<u8> {
     if let Some(e) = sink.error {
         return Err(e).with_context(|| format!("writing {}", output.display()));
     }
+    if outcome.exit_code() == 2 {
+        // Nothing could be read: leave no output behind (the temporary file is removed).
+        eprintln!(
+            "trajkit: nothing could be read; {} not written",
+            output.display()
+        );
+        return Ok(2);
+    }
     sink.out.finish()?;
     let rejected: u64 = outcome.reports.iter().map(|r| r.rejected).sum();
     eprintln!(

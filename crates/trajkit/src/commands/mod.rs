@@ -30,7 +30,10 @@ pub struct ReadOutcome {
 impl ReadOutcome {
     /// 0 all accepted; 1 something rejected or unreadable but something was read; 2 nothing read.
     pub fn exit_code(&self) -> u8 {
-        let read_any = self.reports.iter().any(|r| r.error.is_none());
+        let read_any = self
+            .reports
+            .iter()
+            .any(|r| r.error.is_none() || r.records > 0);
         if !read_any {
             return 2;
         }

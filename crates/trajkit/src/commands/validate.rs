@@ -61,6 +61,6 @@ pub fn run(args: &ReadArgs, strict: bool, json: bool) -> Result<u8> {
     let rejected: u64 = outcome.reports.iter().map(|r| r.rejected).sum();
     let errors =
         outcome.reports.iter().filter(|r| r.error.is_some()).count() + outcome.missing.len();
-    eprintln!("{files} files: {accepted} trajectories accepted, {rejected} records rejected, {errors} files unreadable");
+    eprintln!("{files} files: {accepted} trajectories accepted, {rejected} records rejected, {errors} files with read errors");
     Ok(outcome.exit_code())
 }
