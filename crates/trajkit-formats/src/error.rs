@@ -4,16 +4,9 @@
 #[derive(Debug, thiserror::Error)]
 pub enum FormatError {
     #[error("{path}: {source}")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
+    Io { path: String, source: std::io::Error },
     #[error("{path}:{line}: read failed after {line} lines: {source}")]
-    ReadFailed {
-        path: String,
-        line: u64,
-        source: std::io::Error,
-    },
+    ReadFailed { path: String, line: u64, source: std::io::Error },
     #[error("path '{reference}' escapes the input root {root}")]
     PathEscapesRoot { reference: String, root: String },
     #[error("{path}: not a recognised trajectory format{}", guess.as_ref().map(|g| format!(" (closest guess: {g})")).unwrap_or_default())]

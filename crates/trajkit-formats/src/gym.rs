@@ -8,13 +8,12 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 use trajkit_model::{
-    canonical::instruction_task_key, Agent, Authorship, Extra, Gap, GapKind, Metrics, Outcome,
-    Provenance, Role, Step, Task, TaskKeySource, ToolCall, ToolResult, Trajectory, Verification,
-    SCHEMA_VERSION,
+    canonical::instruction_task_key, Agent, Authorship, Extra, Gap, GapKind, Metrics, Outcome, Provenance, Role, Step,
+    Task, TaskKeySource, ToolCall, ToolResult, Trajectory, Verification, SCHEMA_VERSION,
 };
 
 use crate::input::InputFile;
-use crate::json::{content_text, into_extra, take, take_f64, take_str, take_u64};
+use crate::json::{content_text, into_extra, take, take_f64, take_nonempty_str, take_str, take_u64};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{json_problem, utf8_problem, Problem, Reason};
 
@@ -30,23 +29,13 @@ impl Reader for GymReader {
 
     fn detect(&self, peek: &Peek) -> Option<Detection> {
         let lines = |confidence, reason: &str| {
-            Some(Detection {
-                confidence,
-                reason: reason.to_string(),
-                layout: Layout::Lines,
-            })
+            Some(Detection { confidence, reason: reason.to_string(), layout: Layout::Lines })
         };
         if peek.has_key("responses_create_params") || peek.has_key("_ng_task_index") {
-            return lines(
-                95,
-                "rollout keys (responses_create_params / _ng_task_index)",
-            );
+            return lines(95, "rollout keys (responses_create_params / _ng_task_index)");
         }
         if peek.first_line.is_none() && peek.contains("\"responses_create_params\"") {
-            return lines(
-                80,
-                "rollout key in a first line too long or malformed to parse",
-            );
+            return lines(80, "rollout key in a first line too long or malformed to parse");
         }
         if peek.has_key("sample") && peek.has_key("mean/reward") {
             return lines(90, "gym reward-profiling rows");
@@ -66,11 +55,7 @@ impl Reader for GymReader {
 
     fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
         match read(raw, file) {
-            Ok((t, key)) => RecordResult::Accepted {
-                trajectory: Box::new(t),
-                rollout_key: key,
-                consumed: Vec::new(),
-            },
+            Ok((t, key)) => RecordResult::Accepted { trajectory: Box::new(t), rollout_key: key, consumed: Vec::new() },
             Err(p) => RecordResult::Rejected(vec![p]),
         }
     }
@@ -90,23 +75,15 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Option<String>
     }
     let value: Value = serde_json::from_slice(raw.bytes).map_err(|e| json_problem(&e))?;
     let Value::Object(mut row) = value else {
-        return Err(Problem::new(
-            Reason::SchemaViolation,
-            "$",
-            "a rollout line must be a JSON object",
-        ));
+        return Err(Problem::new(Reason::SchemaViolation, "$", "a rollout line must be a JSON object"));
     };
     let mut response = match row.remove("response") {
         Some(Value::Object(r)) => r,
+        None | Some(Value::Null) => return Err(not_a_rollout(classify_non_rollout(&row))),
         Some(other) => {
             row.insert("response".into(), other);
-            return Err(Problem::new(
-                Reason::SchemaViolation,
-                "$.response",
-                "response must be an object",
-            ));
+            return Err(Problem::new(Reason::SchemaViolation, "$.response", "response must be an object"));
         }
-        None => return Err(not_a_rollout(classify_non_rollout(&row))),
     };
     let mut params = match row.remove("responses_create_params") {
         Some(Value::Object(p)) => p,
@@ -139,12 +116,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Option<String>
     let mut gaps = Vec::new();
     let mut builder = StepBuilder::default();
     for (i, item) in input.into_iter().enumerate() {
-        builder.push(
-            item,
-            false,
-            &format!("$.responses_create_params.input[{i}]"),
-            &mut steps,
-        )?;
+        builder.push(item, false, &format!("$.responses_create_params.input[{i}]"), &mut steps)?;
     }
     for (i, item) in output.into_iter().enumerate() {
         builder.push(item, true, &format!("$.response.output[{i}]"), &mut steps)?;
@@ -152,36 +124,20 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Option<String>
     builder.flush(&mut steps);
     link_tool_results(&steps, &mut gaps);
     if steps.is_empty() {
-        gaps.push(Gap {
-            detail: None,
-            kind: GapKind::NoSteps,
-            step: None,
-        });
+        gaps.push(Gap { detail: None, kind: GapKind::NoSteps, step: None });
     }
-    if let Some(reason) = response
-        .get("incomplete_details")
-        .and_then(|d| d.get("reason"))
-        .and_then(Value::as_str)
-    {
+    if let Some(reason) = response.get("incomplete_details").and_then(|d| d.get("reason")).and_then(Value::as_str) {
         gaps.push(Gap::at(GapKind::IncompleteGeneration, None, reason));
     }
     for (i, s) in steps.iter().enumerate() {
         for c in s.tool_calls.iter().filter(|c| c.arguments_invalid) {
-            gaps.push(Gap::at(
-                GapKind::InvalidToolArguments,
-                Some(i),
-                c.name.clone(),
-            ));
+            gaps.push(Gap::at(GapKind::InvalidToolArguments, Some(i), c.name.clone()));
         }
     }
 
     let rollout_key = rollout_key(&row);
-    let agent_name = row
-        .get("agent_ref")
-        .and_then(|a| a.get("name"))
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    let model = take_str(&mut response, "model").or_else(|| take_str(&mut params, "model"));
+    let agent_name = row.get("agent_ref").and_then(|a| a.get("name")).and_then(Value::as_str).map(str::to_string);
+    let model = take_nonempty_str(&mut response, "model").or_else(|| take_nonempty_str(&mut params, "model"));
     let tools = match take(&mut params, "tools") {
         Some(Value::Array(t)) if !t.is_empty() => Some(t),
         other => {
@@ -197,7 +153,8 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Option<String>
             }
         }
     };
-    let metrics = usage_metrics(&mut response);
+    let generated = steps.iter().any(|s| s.role == Role::Assistant);
+    let metrics = usage_metrics(&mut response, generated);
     let outcome = outcome(&mut row);
     let task = task(&mut row, &steps, agent_name.as_deref(), raw.sha256);
 
@@ -209,11 +166,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Option<String>
         extra.insert("response".into(), Value::Object(response));
     }
     let t = Trajectory {
-        agent: Agent {
-            model,
-            name: agent_name,
-            version: None,
-        },
+        agent: Agent { model, name: agent_name, version: None },
         content_digest: String::new(),
         extra,
         gaps,
@@ -273,20 +226,11 @@ fn input_items(params: &mut Map<String, Value>) -> Result<Vec<Value>, Problem> {
 
 /// `output` items; for transition lists, the last transition when each extends the previous.
 fn output_items(response: &mut Map<String, Value>) -> Result<Vec<Value>, Problem> {
-    let transitions = response
-        .get("contains_transitions")
-        .and_then(Value::as_bool)
-        == Some(true);
+    let transitions = response.get("contains_transitions").and_then(Value::as_bool) == Some(true);
     let output = match response.remove("output") {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(items)) => items,
-        Some(_) => {
-            return Err(Problem::new(
-                Reason::SchemaViolation,
-                "$.response.output",
-                "output must be a list",
-            ))
-        }
+        Some(_) => return Err(Problem::new(Reason::SchemaViolation, "$.response.output", "output must be a list")),
     };
     if !transitions {
         return Ok(output);
@@ -310,10 +254,7 @@ fn output_items(response: &mut Map<String, Value>) -> Result<Vec<Value>, Problem
             return Err(Problem::new(
                 Reason::TransitionRewritesHistory,
                 format!("$.response.output[{i}]"),
-                format!(
-                    "transition {i} does not extend transition {}: history was rewritten",
-                    i - 1
-                ),
+                format!("transition {i} does not extend transition {}: history was rewritten", i - 1),
             ));
         }
     }
@@ -323,10 +264,7 @@ fn output_items(response: &mut Map<String, Value>) -> Result<Vec<Value>, Problem
 fn is_prompt_message(item: &Value) -> bool {
     let kind = item.get("type").and_then(Value::as_str);
     matches!(kind, None | Some("message"))
-        && matches!(
-            item.get("role").and_then(Value::as_str),
-            Some("user" | "system" | "developer")
-        )
+        && matches!(item.get("role").and_then(Value::as_str), Some("user" | "system" | "developer"))
 }
 
 /// Groups Responses items into steps: reasoning, an assistant message and the function
@@ -349,45 +287,33 @@ impl StepBuilder {
             Some(s) => match what {
                 "function_call" => true,
                 "message" => s.content.is_none() && s.tool_calls.is_empty(),
-                _ => s.reasoning.is_none() && s.content.is_none() && s.tool_calls.is_empty(),
+                // Reasoning opens a decision, or follows the calls it explains
+                // (some agents emit function_call before its reasoning item).
+                _ => s.reasoning.is_none() && (s.content.is_none() || !s.tool_calls.is_empty()),
             },
             None => false,
         };
         if !fits {
             self.flush(steps);
         }
-        self.open
-            .get_or_insert_with(|| Step::new(Role::Assistant, None))
+        self.open.get_or_insert_with(|| Step::new(Role::Assistant, None))
     }
 
-    fn push(
-        &mut self,
-        item: Value,
-        from_output: bool,
-        path: &str,
-        steps: &mut Vec<Step>,
-    ) -> Result<(), Problem> {
+    fn push(&mut self, item: Value, from_output: bool, path: &str, steps: &mut Vec<Step>) -> Result<(), Problem> {
         let Value::Object(mut item) = item else {
-            return Err(Problem::new(
-                Reason::SchemaViolation,
-                path,
-                "an item must be an object",
-            ));
+            return Err(Problem::new(Reason::SchemaViolation, path, "an item must be an object"));
         };
         let kind = take_str(&mut item, "type");
         match kind.as_deref() {
             None | Some("message") => {
                 let role = take_str(&mut item, "role").ok_or_else(|| {
-                    Problem::new(
-                        Reason::SchemaViolation,
-                        format!("{path}.role"),
-                        "message without role",
-                    )
+                    Problem::new(Reason::SchemaViolation, format!("{path}.role"), "message without role")
                 })?;
                 let content = take(&mut item, "content");
                 if role == "assistant" {
                     let step = self.assistant(steps, "message");
                     step.content = content;
+                    move_token_fields(&mut item, step);
                     keep_leftovers(&mut step.extra, "message", item, kind.is_none());
                     return Ok(());
                 }
@@ -445,13 +371,21 @@ impl StepBuilder {
                 // Unknown item kinds (web_search_call, ...) are kept whole as environment steps.
                 self.flush(steps);
                 let mut step = Step::new(Role::Environment, None);
-                step.extra
-                    .insert("type".into(), Value::String(other.to_string()));
+                step.extra.insert("type".into(), Value::String(other.to_string()));
                 step.extra.insert("item".into(), Value::Object(item));
                 steps.push(step);
             }
         }
         Ok(())
+    }
+}
+
+/// Training fields (token ids, log probs) on output messages go to the step's metrics.
+fn move_token_fields(item: &mut Map<String, Value>, step: &mut Step) {
+    for key in ["prompt_token_ids", "generation_token_ids", "generation_log_probs"] {
+        if let Some(v) = item.remove(key) {
+            step.metrics.get_or_insert_with(Metrics::default).extra.insert(key.into(), v);
+        }
     }
 }
 
@@ -466,22 +400,13 @@ fn keep_leftovers(extra: &mut Extra, key: &str, mut item: Map<String, Value>, un
 }
 
 fn reasoning_text(item: &Map<String, Value>) -> Option<String> {
-    let from = |key: &str| {
-        item.get(key)
-            .and_then(content_text)
-            .filter(|t| !t.is_empty())
-    };
+    let from = |key: &str| item.get(key).and_then(content_text).filter(|t| !t.is_empty());
     from("content").or_else(|| from("summary"))
 }
 
 fn tool_call(mut item: Map<String, Value>, path: &str) -> Result<ToolCall, Problem> {
-    let name = take_str(&mut item, "name").ok_or_else(|| {
-        Problem::new(
-            Reason::SchemaViolation,
-            format!("{path}.name"),
-            "function_call without name",
-        )
-    })?;
+    let name = take_str(&mut item, "name")
+        .ok_or_else(|| Problem::new(Reason::SchemaViolation, format!("{path}.name"), "function_call without name"))?;
     let id = take_str(&mut item, "call_id");
     let (arguments, invalid) = match item.remove("arguments") {
         Some(Value::String(s)) => match serde_json::from_str::<Value>(&s) {
@@ -491,14 +416,7 @@ fn tool_call(mut item: Map<String, Value>, path: &str) -> Result<ToolCall, Probl
         Some(other) => (other, false),
         None => (Value::Object(Map::new()), false),
     };
-    Ok(ToolCall {
-        arguments,
-        arguments_invalid: invalid,
-        extra: into_extra(item),
-        id,
-        name,
-        text_embedded: false,
-    })
+    Ok(ToolCall { arguments, arguments_invalid: invalid, extra: into_extra(item), id, name, text_embedded: false })
 }
 
 /// Pairs results with calls by id and records what does not pair.
@@ -520,42 +438,41 @@ pub(crate) fn link_tool_results(steps: &[Step], gaps: &mut Vec<Gap>) {
                 Some(id) if calls.contains_key(id) => {
                     answered.insert(id);
                 }
-                other => gaps.push(Gap::at(
-                    GapKind::ResultWithoutCall,
-                    Some(i),
-                    other.unwrap_or("(no call id)"),
-                )),
+                other => gaps.push(Gap::at(GapKind::ResultWithoutCall, Some(i), other.unwrap_or("(no call id)"))),
             }
         }
     }
     for (i, s) in steps.iter().enumerate() {
         for c in &s.tool_calls {
             if !c.id.as_deref().is_some_and(|id| answered.contains(id)) {
-                gaps.push(Gap::at(
-                    GapKind::UnansweredToolCall,
-                    Some(i),
-                    c.id.clone().unwrap_or_default(),
-                ));
+                gaps.push(Gap::at(GapKind::UnansweredToolCall, Some(i), c.id.clone().unwrap_or_default()));
             }
         }
     }
 }
 
 /// Token usage: Responses (`input_tokens`) or Chat Completions (`prompt_tokens`) style.
-fn usage_metrics(response: &mut Map<String, Value>) -> Option<Metrics> {
-    let Some(Value::Object(mut usage)) = take(response, "usage") else {
+/// A usage of all zeros on a rollout that generated steps is a server default, not a
+/// count: it stays in `extra` (under `response.usage`) and the figures stay absent.
+fn usage_metrics(response: &mut Map<String, Value>, generated: bool) -> Option<Metrics> {
+    let Some(Value::Object(usage)) = response.get("usage") else {
         return None;
     };
-    let prompt =
-        take_u64(&mut usage, "input_tokens").or_else(|| take_u64(&mut usage, "prompt_tokens"));
-    let completion =
-        take_u64(&mut usage, "output_tokens").or_else(|| take_u64(&mut usage, "completion_tokens"));
-    let cached = ["input_tokens_details", "prompt_tokens_details"]
-        .iter()
-        .find_map(|k| {
-            let details = usage.get_mut(*k)?.as_object_mut()?;
-            take_u64(details, "cached_tokens")
-        });
+    let zero = |k: &str| usage.get(k).and_then(Value::as_u64) == Some(0);
+    let placeholder =
+        (zero("input_tokens") || zero("prompt_tokens")) && (zero("output_tokens") || zero("completion_tokens"));
+    if placeholder && generated {
+        return None;
+    }
+    let Some(Value::Object(mut usage)) = response.remove("usage") else {
+        return None;
+    };
+    let prompt = take_u64(&mut usage, "input_tokens").or_else(|| take_u64(&mut usage, "prompt_tokens"));
+    let completion = take_u64(&mut usage, "output_tokens").or_else(|| take_u64(&mut usage, "completion_tokens"));
+    let cached = ["input_tokens_details", "prompt_tokens_details"].iter().find_map(|k| {
+        let details = usage.get_mut(*k)?.as_object_mut()?;
+        take_u64(details, "cached_tokens")
+    });
     let cost = take_f64(&mut usage, "cost");
     Some(Metrics {
         cached_tokens: cached,
@@ -580,17 +497,8 @@ fn outcome(row: &mut Map<String, Value>) -> Outcome {
             row.remove("reward_components");
         }
     }
-    let verification = if reward.is_some() {
-        Verification::SourceEvaluator
-    } else {
-        Verification::Unverified
-    };
-    Outcome {
-        reward,
-        reward_components: components,
-        status: Default::default(),
-        verification,
-    }
+    let verification = if reward.is_some() { Verification::SourceEvaluator } else { Verification::Unverified };
+    Outcome { reward, reward_components: components, status: Default::default(), verification }
 }
 
 /// Rollout key: (`_ng_task_index`, `_ng_rollout_index`) or `ng_trajectory`'s rollout id.
@@ -607,41 +515,45 @@ fn rollout_key(row: &Map<String, Value>) -> Option<String> {
         .map(|v| format!("ng_trajectory {v}"))
 }
 
-/// Task: an explicit `task_id` / `instance_id`, else the hashed first user instruction
+/// Where rollouts name their task explicitly, in order of preference.
+const TASK_ID_PATHS: &[&[&str]] = &[
+    &["task_id"],
+    &["instance_id"],
+    &["task", "id"],
+    &["instance_config", "problem_info", "instance_id"],
+    &["scenario_id"],
+];
+
+fn lookup<'a>(row: &'a Map<String, Value>, path: &[&str]) -> Option<&'a Value> {
+    let (first, rest) = path.split_first()?;
+    rest.iter().try_fold(row.get(*first)?, |v, k| v.get(*k))
+}
+
+/// The instruction: every user message before the first assistant step, joined (the
+/// first message alone is often a generic prompt shared by many tasks).
+fn initial_instruction(steps: &[Step]) -> Option<String> {
+    let texts: Vec<String> = steps
+        .iter()
+        .take_while(|s| s.role != Role::Assistant)
+        .filter(|s| s.role == Role::User)
+        .filter_map(|s| s.content.as_ref().and_then(content_text))
+        .collect();
+    (!texts.is_empty()).then(|| texts.join("\n"))
+}
+
+/// Task: an explicit id (`TASK_ID_PATHS`), else the hashed initial user instruction
 /// plus the agent (environment) name. `_ng_task_index` is never a key.
-fn task(
-    row: &mut Map<String, Value>,
-    steps: &[Step],
-    environment: Option<&str>,
-    sha: &str,
-) -> Task {
-    let instruction = steps
-        .iter()
-        .find(|s| s.role == Role::User)
-        .and_then(|s| s.content.as_ref())
-        .and_then(content_text);
-    let explicit = ["task_id", "instance_id"]
-        .iter()
-        .find_map(|k| match row.get(*k) {
-            Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
-            Some(Value::Number(n)) => Some(n.to_string()),
-            _ => None,
-        });
+fn task(row: &mut Map<String, Value>, steps: &[Step], environment: Option<&str>, sha: &str) -> Task {
+    let explicit = TASK_ID_PATHS.iter().find_map(|path| match lookup(row, path)? {
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    });
+    let instruction = initial_instruction(steps);
     let (key, key_source) = match (explicit, &instruction) {
-        (Some(id), _) => (
-            format!("{}/{}", environment.unwrap_or("gym"), id),
-            TaskKeySource::Explicit,
-        ),
-        (None, Some(text)) => (
-            instruction_task_key(text, environment),
-            TaskKeySource::InstructionHash,
-        ),
+        (Some(id), _) => (format!("{}/{}", environment.unwrap_or("gym"), id), TaskKeySource::Explicit),
+        (None, Some(text)) => (instruction_task_key(text, environment), TaskKeySource::InstructionHash),
         (None, None) => (format!("r:{}", &sha[..16]), TaskKeySource::RecordHash),
     };
-    Task {
-        environment: environment.map(str::to_string),
-        instruction,
-        key,
-        key_source,
-    }
+    Task { environment: environment.map(str::to_string), instruction, key, key_source }
 }

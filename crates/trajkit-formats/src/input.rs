@@ -45,10 +45,7 @@ impl Compression {
 
 /// File name with a compression extension removed (`a.jsonl.gz` -> `a.jsonl`).
 pub fn logical_name(path: &Path) -> String {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     match Compression::of(path) {
         Compression::None => name,
         _ => match name.rfind('.') {
@@ -81,10 +78,7 @@ pub fn discover(args: &[PathBuf]) -> (Vec<InputFile>, Vec<FormatError>) {
         let meta = match std::fs::metadata(arg) {
             Ok(m) => m,
             Err(e) => {
-                errors.push(FormatError::Io {
-                    path: arg.display().to_string(),
-                    source: e,
-                });
+                errors.push(FormatError::Io { path: arg.display().to_string(), source: e });
                 continue;
             }
         };
@@ -94,25 +88,12 @@ pub fn discover(args: &[PathBuf]) -> (Vec<InputFile>, Vec<FormatError>) {
             walk(arg, &mut found, &mut errors);
             found.sort();
             for p in found {
-                files.push(InputFile {
-                    display: p.display().to_string(),
-                    fs_path: p,
-                    root: root.clone(),
-                });
+                files.push(InputFile { display: p.display().to_string(), fs_path: p, root: root.clone() });
             }
         } else {
-            let parent = arg
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            let root = parent
-                .canonicalize()
-                .unwrap_or_else(|_| parent.to_path_buf());
-            files.push(InputFile {
-                fs_path: arg.clone(),
-                display: arg.display().to_string(),
-                root,
-            });
+            let parent = arg.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            let root = parent.canonicalize().unwrap_or_else(|_| parent.to_path_buf());
+            files.push(InputFile { fs_path: arg.clone(), display: arg.display().to_string(), root });
         }
     }
     (files, errors)
@@ -122,10 +103,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>, errors: &mut Vec<FormatError>) {
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) => {
-            errors.push(FormatError::Io {
-                path: dir.display().to_string(),
-                source: e,
-            });
+            errors.push(FormatError::Io { path: dir.display().to_string(), source: e });
             return;
         }
     };
@@ -141,23 +119,14 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>, errors: &mut Vec<FormatError>) {
 
 /// Opens a file (or stdin) and decompresses by extension, buffered.
 pub fn open(file: &InputFile) -> Result<Box<dyn BufRead + Send>, FormatError> {
-    let io_err = |e| FormatError::Io {
-        path: file.display.clone(),
-        source: e,
-    };
-    let raw: Box<dyn Read + Send> = if file.is_stdin() {
-        Box::new(io::stdin())
-    } else {
-        Box::new(File::open(&file.fs_path).map_err(io_err)?)
-    };
+    let io_err = |e| FormatError::Io { path: file.display.clone(), source: e };
+    let raw: Box<dyn Read + Send> =
+        if file.is_stdin() { Box::new(io::stdin()) } else { Box::new(File::open(&file.fs_path).map_err(io_err)?) };
     decompress(raw, Compression::of(&file.fs_path)).map_err(io_err)
 }
 
 /// Wraps a reader in the decoder for `compression`, buffered.
-pub fn decompress(
-    raw: Box<dyn Read + Send>,
-    compression: Compression,
-) -> io::Result<Box<dyn BufRead + Send>> {
+pub fn decompress(raw: Box<dyn Read + Send>, compression: Compression) -> io::Result<Box<dyn BufRead + Send>> {
     const BUF: usize = 256 * 1024;
     Ok(match compression {
         Compression::None => Box::new(BufReader::with_capacity(BUF, raw)),
@@ -165,10 +134,7 @@ pub fn decompress(
             BUF,
             flate2::read::MultiGzDecoder::new(BufReader::with_capacity(BUF, raw)),
         )),
-        Compression::Zstd => Box::new(BufReader::with_capacity(
-            BUF,
-            zstd::stream::read::Decoder::new(raw)?,
-        )),
+        Compression::Zstd => Box::new(BufReader::with_capacity(BUF, zstd::stream::read::Decoder::new(raw)?)),
     })
 }
 
@@ -176,32 +142,21 @@ pub fn decompress(
 pub fn read_all(file: &InputFile) -> Result<Vec<u8>, FormatError> {
     let mut r = open(file)?;
     let mut buf = Vec::new();
-    r.read_to_end(&mut buf).map_err(|e| FormatError::Io {
-        path: file.display.clone(),
-        source: e,
-    })?;
+    r.read_to_end(&mut buf).map_err(|e| FormatError::Io { path: file.display.clone(), source: e })?;
     Ok(buf)
 }
 
 /// Resolves `reference` (a path written inside data) against `base_dir`, refusing any
 /// result outside `root`. Returns the path on disk.
-pub fn resolve_inside(
-    root: &Path,
-    base_dir: &Path,
-    reference: &str,
-) -> Result<PathBuf, FormatError> {
+pub fn resolve_inside(root: &Path, base_dir: &Path, reference: &str) -> Result<PathBuf, FormatError> {
     let rel = Path::new(reference);
-    let escapes = || FormatError::PathEscapesRoot {
-        reference: reference.to_string(),
-        root: root.display().to_string(),
-    };
+    let escapes =
+        || FormatError::PathEscapesRoot { reference: reference.to_string(), root: root.display().to_string() };
     if rel.is_absolute() || reference.contains("://") {
         return Err(escapes());
     }
     // Normalize lexically first so a missing target still gets the escape check.
-    let mut joined = base_dir
-        .canonicalize()
-        .unwrap_or_else(|_| base_dir.to_path_buf());
+    let mut joined = base_dir.canonicalize().unwrap_or_else(|_| base_dir.to_path_buf());
     for comp in rel.components() {
         match comp {
             std::path::Component::ParentDir => {

@@ -23,6 +23,14 @@ pub fn take_str(map: &mut Map<String, Value>, key: &str) -> Option<String> {
     }
 }
 
+/// Removes `key` when it is a non-empty string (an empty string stays where it was).
+pub fn take_nonempty_str(map: &mut Map<String, Value>, key: &str) -> Option<String> {
+    match map.get(key) {
+        Some(Value::String(s)) if !s.is_empty() => take_str(map, key),
+        _ => None,
+    }
+}
+
 /// Removes `key` when it is a number.
 pub fn take_f64(map: &mut Map<String, Value>, key: &str) -> Option<f64> {
     let v = map.get(key)?.as_f64()?;
@@ -47,10 +55,7 @@ pub fn content_text(v: &Value) -> Option<String> {
     match v {
         Value::String(s) => Some(s.clone()),
         Value::Array(parts) => {
-            let texts: Vec<&str> = parts
-                .iter()
-                .filter_map(|p| p.get("text").and_then(Value::as_str))
-                .collect();
+            let texts: Vec<&str> = parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect();
             if texts.is_empty() {
                 None
             } else {

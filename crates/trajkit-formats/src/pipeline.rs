@@ -69,15 +69,9 @@ enum Msg {
 }
 
 /// Reads every file, calling the sink in input order; returns one report per file.
-pub fn read_inputs(
-    files: Vec<InputFile>,
-    opts: &Options,
-    sink: &mut dyn Sink,
-) -> Result<Vec<FileReport>, FormatError> {
+pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -> Result<Vec<FileReport>, FormatError> {
     let forced = match &opts.format {
-        Some(name) => {
-            Some(registry::by_name(name).ok_or_else(|| FormatError::UnknownFormat(name.clone()))?)
-        }
+        Some(name) => Some(registry::by_name(name).ok_or_else(|| FormatError::UnknownFormat(name.clone()))?),
         None => None,
     };
     let mut plans: Vec<Plan> = files.into_par_iter().map(|f| plan(f, forced)).collect();
@@ -97,11 +91,7 @@ pub fn read_inputs(
         .collect();
     let producer = std::thread::spawn(move || {
         for (idx, (file, wanted, layout, stdin)) in producer_plans.into_iter().enumerate() {
-            let err = if wanted {
-                produce(idx, &file, layout, stdin, &tx).err()
-            } else {
-                None
-            };
+            let err = if wanted { produce(idx, &file, layout, stdin, &tx).err() } else { None };
             if tx.send(Msg::End(idx, err)).is_err() {
                 return;
             }
@@ -115,10 +105,8 @@ pub fn read_inputs(
                 let plan = &mut plans[idx];
                 let Some(reader) = plan.reader else { continue };
                 let file = &plan.file;
-                let processed: Vec<Processed> = records
-                    .par_iter()
-                    .map(|r| process(reader, r, file, opts.canonical))
-                    .collect();
+                let processed: Vec<Processed> =
+                    records.par_iter().map(|r| process(reader, r, file, opts.canonical)).collect();
                 let state = states.entry(idx).or_default();
                 for (rec, p) in records.iter().zip(processed) {
                     apply(plan, state, rec, p, sink);
@@ -148,13 +136,7 @@ pub fn read_inputs(
 /// Detects the file's format (or applies the forced one).
 fn plan(file: InputFile, forced: Option<&'static dyn Reader>) -> Plan {
     let mut report = FileReport::new(&file.display, None);
-    let mut plan = Plan {
-        layout: Layout::Document,
-        reader: None,
-        report: FileReport::default(),
-        stdin: None,
-        file,
-    };
+    let mut plan = Plan { layout: Layout::Document, reader: None, report: FileReport::default(), stdin: None, file };
     let mut reader = match input::open(&plan.file) {
         Ok(r) => r,
         Err(e) => {
@@ -166,10 +148,7 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>) -> Plan {
     // A read error here (say a truncated .gz) is not final: detect on what was read and
     // let the record stream meet the error again at its line.
     let mut peek = Vec::new();
-    let peek_error = (&mut reader)
-        .take(PEEK_BYTES as u64)
-        .read_to_end(&mut peek)
-        .err();
+    let peek_error = (&mut reader).take(PEEK_BYTES as u64).read_to_end(&mut peek).err();
     if peek.is_empty() {
         if let Some(e) = peek_error {
             report.error = Some(format!("{}: {}", plan.file.display, e));
@@ -181,28 +160,14 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>) -> Plan {
         plan.stdin = Some(Box::new(std::io::Cursor::new(peek.clone()).chain(reader)));
     }
     if peek.iter().all(|b| b.is_ascii_whitespace()) {
-        report.error = Some(
-            FormatError::Empty {
-                path: plan.file.display.clone(),
-            }
-            .to_string(),
-        );
+        report.error = Some(FormatError::Empty { path: plan.file.display.clone() }.to_string());
         plan.report = report;
         return plan;
     }
     let name = input::logical_name(&plan.file.fs_path);
     let (first_line, multi) = first_line(&peek);
-    let peek = Peek {
-        bytes: &peek,
-        name: &name,
-        first_line: first_line.as_ref(),
-        multi_line_records: multi,
-    };
-    let generic_layout = if multi || name.ends_with(".jsonl") {
-        Layout::Lines
-    } else {
-        Layout::Document
-    };
+    let peek = Peek { bytes: &peek, name: &name, first_line: first_line.as_ref(), multi_line_records: multi };
+    let generic_layout = if multi || name.ends_with(".jsonl") { Layout::Lines } else { Layout::Document };
     match forced {
         Some(r) => {
             plan.layout = r.detect(&peek).map(|d| d.layout).unwrap_or(generic_layout);
@@ -218,11 +183,7 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>) -> Plan {
             other => {
                 let guess = other.map(|(r, d)| format!("{} ({})", r.name(), d.reason));
                 report.error = Some(
-                    FormatError::NotRecognised {
-                        path: plan.file.display.clone(),
-                        guess: guess.clone(),
-                    }
-                    .to_string(),
+                    FormatError::NotRecognised { path: plan.file.display.clone(), guess: guess.clone() }.to_string(),
                 );
                 report.guess = guess;
             }
@@ -233,19 +194,13 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>) -> Plan {
 }
 
 fn best(peek: &Peek) -> Option<(&'static dyn Reader, Detection)> {
-    registry::all()
-        .iter()
-        .filter_map(|r| r.detect(peek).map(|d| (*r, d)))
-        .max_by_key(|(_, d)| d.confidence)
+    registry::all().iter().filter_map(|r| r.detect(peek).map(|d| (*r, d))).max_by_key(|(_, d)| d.confidence)
 }
 
 /// Parses the first non-blank line when it is complete within the peek; also tells
 /// whether another non-blank line follows (the file is JSON Lines).
 fn first_line(peek: &[u8]) -> (Option<serde_json::Value>, bool) {
-    let start = peek
-        .iter()
-        .position(|b| !b.is_ascii_whitespace())
-        .unwrap_or(peek.len());
+    let start = peek.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(peek.len());
     let rest = &peek[start..];
     let Some(nl) = rest.iter().position(|&b| b == b'\n') else {
         return (serde_json::from_slice(rest).ok(), false);
@@ -258,22 +213,14 @@ fn first_line(peek: &[u8]) -> (Option<serde_json::Value>, bool) {
 
 /// Marks files that another file's records consume as `part_of` that file.
 fn mark_consumed(plans: &mut [Plan]) {
-    let jobs: Vec<(usize, &InputFile, &'static dyn Reader, Layout)> = plans
-        .iter()
-        .enumerate()
-        .filter_map(|(i, p)| p.reader.map(|r| (i, &p.file, r, p.layout)))
-        .collect();
-    let refs: Vec<(usize, Vec<PathBuf>)> = jobs
-        .into_par_iter()
-        .map(|(i, f, r, l)| (i, r.referenced_files(f, l)))
-        .filter(|(_, v)| !v.is_empty())
-        .collect();
+    let jobs: Vec<(usize, &InputFile, &'static dyn Reader, Layout)> =
+        plans.iter().enumerate().filter_map(|(i, p)| p.reader.map(|r| (i, &p.file, r, p.layout))).collect();
+    let refs: Vec<(usize, Vec<PathBuf>)> =
+        jobs.into_par_iter().map(|(i, f, r, l)| (i, r.referenced_files(f, l))).filter(|(_, v)| !v.is_empty()).collect();
     let mut consumer: HashMap<PathBuf, String> = HashMap::new();
     for (i, targets) in refs {
         for t in targets {
-            consumer
-                .entry(t)
-                .or_insert_with(|| plans[i].file.display.clone());
+            consumer.entry(t).or_insert_with(|| plans[i].file.display.clone());
         }
     }
     if consumer.is_empty() {
@@ -306,14 +253,8 @@ fn produce(
     };
     if layout == Layout::Document {
         let mut bytes = Vec::new();
-        reader
-            .read_to_end(&mut bytes)
-            .map_err(|e| format!("{}: read failed: {}", file.display, e))?;
-        let rec = OwnedRecord {
-            bytes,
-            line: None,
-            document_index: Some(0),
-        };
+        reader.read_to_end(&mut bytes).map_err(|e| format!("{}: read failed: {}", file.display, e))?;
+        let rec = OwnedRecord { bytes, line: None, document_index: Some(0) };
         let _ = tx.send(Msg::Batch(idx, vec![rec]));
         return Ok(());
     }
@@ -329,13 +270,7 @@ fn produce(
                 if !batch.is_empty() {
                     let _ = tx.send(Msg::Batch(idx, batch));
                 }
-                return Err(format!(
-                    "{}:{}: read failed after line {}: {}",
-                    file.display,
-                    line_no + 1,
-                    line_no,
-                    e
-                ));
+                return Err(format!("{}:{}: read failed after line {}: {}", file.display, line_no + 1, line_no, e));
             }
         };
         if n == 0 {
@@ -349,16 +284,9 @@ fn produce(
             continue;
         }
         batch_bytes += buf.len();
-        batch.push(OwnedRecord {
-            bytes: buf,
-            line: Some(line_no),
-            document_index: None,
-        });
+        batch.push(OwnedRecord { bytes: buf, line: Some(line_no), document_index: None });
         if batch.len() >= BATCH_RECORDS || batch_bytes >= BATCH_BYTES {
-            if tx
-                .send(Msg::Batch(idx, std::mem::take(&mut batch)))
-                .is_err()
-            {
+            if tx.send(Msg::Batch(idx, std::mem::take(&mut batch))).is_err() {
                 return Ok(());
             }
             batch_bytes = 0;
@@ -385,38 +313,22 @@ struct Accepted {
 fn process(reader: &dyn Reader, rec: &OwnedRecord, file: &InputFile, canonical: bool) -> Processed {
     let sha: [u8; 32] = Sha256::digest(&rec.bytes).into();
     let sha_hex = trajkit_model::canonical::hex(&sha);
-    let raw = RawRecord {
-        bytes: &rec.bytes,
-        sha256: &sha_hex,
-        line: rec.line,
-        document_index: rec.document_index,
-    };
+    let raw = RawRecord { bytes: &rec.bytes, sha256: &sha_hex, line: rec.line, document_index: rec.document_index };
     let outcome = match reader.read_record(&raw, file) {
         RecordResult::Rejected(problems) => Err(problems),
-        RecordResult::Accepted {
-            mut trajectory,
-            rollout_key,
-            ..
-        } => match seal_and_serialize(&mut trajectory, canonical) {
-            Ok(bytes) => Ok(Accepted {
-                trajectory,
-                rollout_key,
-                canonical: bytes,
-            }),
-            Err(e) => Err(vec![Problem::new(
-                Reason::SchemaViolation,
-                "$",
-                format!("cannot serialize record: {e}"),
-            )]),
-        },
+        RecordResult::Accepted { mut trajectory, rollout_key, .. } => {
+            match seal_and_serialize(&mut trajectory, canonical) {
+                Ok(bytes) => Ok(Accepted { trajectory, rollout_key, canonical: bytes }),
+                Err(e) => {
+                    Err(vec![Problem::new(Reason::SchemaViolation, "$", format!("cannot serialize record: {e}"))])
+                }
+            }
+        }
     };
     Processed { sha, outcome }
 }
 
-fn seal_and_serialize(
-    t: &mut Trajectory,
-    canonical: bool,
-) -> Result<Option<Vec<u8>>, serde_json::Error> {
+fn seal_and_serialize(t: &mut Trajectory, canonical: bool) -> Result<Option<Vec<u8>>, serde_json::Error> {
     trajkit_model::seal(t)?;
     if !canonical {
         return Ok(None);
@@ -434,19 +346,10 @@ struct FileState {
     rollouts: HashMap<String, [u8; 32]>,
 }
 
-fn apply(
-    plan: &mut Plan,
-    state: &mut FileState,
-    rec: &OwnedRecord,
-    p: Processed,
-    sink: &mut dyn Sink,
-) {
+fn apply(plan: &mut Plan, state: &mut FileState, rec: &OwnedRecord, p: Processed, sink: &mut dyn Sink) {
     plan.report.records += 1;
     let reject = |plan: &mut Plan, sink: &mut dyn Sink, problems: Vec<Problem>| {
-        let reason = problems
-            .first()
-            .map(|p| p.reason)
-            .unwrap_or(Reason::SchemaViolation);
+        let reason = problems.first().map(|p| p.reason).unwrap_or(Reason::SchemaViolation);
         plan.report.add_rejection(reason);
         let r = Rejection {
             path: plan.file.display.clone(),
@@ -470,11 +373,7 @@ fn apply(
                         "rollout {key} was already recorded with different content (sha256 {})",
                         &trajkit_model::canonical::hex(first)[..16]
                     );
-                    reject(
-                        plan,
-                        sink,
-                        vec![Problem::new(Reason::ConflictingRollout, "$", msg)],
-                    );
+                    reject(plan, sink, vec![Problem::new(Reason::ConflictingRollout, "$", msg)]);
                     return;
                 }
                 state.rollouts.insert(key.clone(), p.sha);

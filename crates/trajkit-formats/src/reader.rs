@@ -39,9 +39,7 @@ impl Peek<'_> {
 
     /// Top-level keys of the first line's object (empty when it is not an object).
     pub fn has_key(&self, key: &str) -> bool {
-        self.first_line
-            .and_then(|v| v.as_object())
-            .is_some_and(|m| m.contains_key(key))
+        self.first_line.and_then(|v| v.as_object()).is_some_and(|m| m.contains_key(key))
     }
 }
 
@@ -75,11 +73,7 @@ pub struct RawRecord<'a> {
 pub enum RecordResult {
     /// A trajectory. `rollout_key` names the rollout when the format has such a key:
     /// a later, different record of the same file with the same key is a conflict.
-    Accepted {
-        trajectory: Box<Trajectory>,
-        rollout_key: Option<String>,
-        consumed: Vec<PathBuf>,
-    },
+    Accepted { trajectory: Box<Trajectory>, rollout_key: Option<String>, consumed: Vec<PathBuf> },
     /// No trajectory: every problem found, the first being the counted reason.
     Rejected(Vec<Problem>),
 }

@@ -100,11 +100,7 @@ pub struct Problem {
 
 impl Problem {
     pub fn new(reason: Reason, json_path: impl Into<String>, message: impl Into<String>) -> Self {
-        Problem {
-            reason,
-            json_path: json_path.into(),
-            message: message.into(),
-        }
+        Problem { reason, json_path: json_path.into(), message: message.into() }
     }
 }
 
@@ -136,22 +132,13 @@ pub fn json_problem(err: &serde_json::Error) -> Problem {
     Problem::new(
         Reason::InvalidJson,
         "$",
-        format!(
-            "invalid JSON at line {} column {}: {}",
-            err.line(),
-            err.column(),
-            err
-        ),
+        format!("invalid JSON at line {} column {}: {}", err.line(), err.column(), err),
     )
 }
 
 /// Checks that `bytes` are UTF-8; the problem names the byte offset of the first bad byte.
 pub fn utf8_problem(bytes: &[u8]) -> Option<Problem> {
-    std::str::from_utf8(bytes).err().map(|e| {
-        Problem::new(
-            Reason::InvalidUtf8,
-            "$",
-            format!("invalid UTF-8 at byte offset {}", e.valid_up_to()),
-        )
-    })
+    std::str::from_utf8(bytes)
+        .err()
+        .map(|e| Problem::new(Reason::InvalidUtf8, "$", format!("invalid UTF-8 at byte offset {}", e.valid_up_to())))
 }

@@ -44,22 +44,14 @@ pub struct FileReport {
 
 impl FileReport {
     pub fn new(path: &str, format: Option<&str>) -> Self {
-        FileReport {
-            path: path.to_string(),
-            format: format.map(str::to_string),
-            ..Default::default()
-        }
+        FileReport { path: path.to_string(), format: format.map(str::to_string), ..Default::default() }
     }
 
     /// Counts an accepted top-level trajectory.
     pub fn add_trajectory(&mut self, t: &Trajectory) {
         self.trajectories += 1;
         self.steps += t.steps.iter().filter(|s| !s.copied_context).count() as u64;
-        self.tool_calls += t
-            .steps
-            .iter()
-            .map(|s| s.tool_calls.len() as u64)
-            .sum::<u64>();
+        self.tool_calls += t.steps.iter().map(|s| s.tool_calls.len() as u64).sum::<u64>();
         self.add_gaps(t);
         self.add_subagents(t);
     }

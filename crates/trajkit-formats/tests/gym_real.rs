@@ -6,336 +6,49 @@ use common::{counts, from_file, read, real, report};
 use serde_json::json;
 use trajkit_model::{Authorship, Role, Status, TaskKeySource, Verification};
 
-type Row = (
-    &'static str,
-    u64,
-    u64,
-    u64,
-    u64,
-    u64,
-    u64,
-    &'static [(&'static str, u64)],
-    &'static [(&'static str, u64)],
-);
+type Row = (&'static str, u64, u64, u64, u64, u64, u64, &'static [(&'static str, u64)], &'static [(&'static str, u64)]);
 
 /// file, records, trajectories, steps, tool_calls, duplicate_records, rejected, reasons, gaps.
 const FIGURES: &[Row] = &[
-    (
-        "anyswe_agent__example_rollouts_hermes.jsonl",
-        5,
-        5,
-        141,
-        68,
-        0,
-        0,
-        &[],
-        &[],
-    ),
-    (
-        "aviary__example_rollouts.jsonl",
-        5,
-        5,
-        33,
-        13,
-        0,
-        0,
-        &[],
-        &[],
-    ),
-    (
-        "aviary_hotpotqa__example_rollouts.jsonl",
-        5,
-        5,
-        41,
-        14,
-        0,
-        0,
-        &[],
-        &[],
-    ),
-    (
-        "bbq__example_rollouts.jsonl",
-        5,
-        0,
-        0,
-        0,
-        0,
-        5,
-        &[("not_a_rollout", 5)],
-        &[],
-    ),
-    (
-        "blackjack__example_rollouts.jsonl",
-        5,
-        5,
-        24,
-        0,
-        0,
-        0,
-        &[],
-        &[],
-    ),
-    (
-        "circle_click__example_rollouts.jsonl",
-        5,
-        5,
-        20,
-        5,
-        0,
-        0,
-        &[],
-        &[],
-    ),
-    (
-        "competitive_coding_challenges__example_rollouts.jsonl",
-        5,
-        5,
-        10,
-        0,
-        0,
-        0,
-        &[],
-        &[],
-    ),
-    (
-        "conversational_tool_use_simulation__example_rollouts.jsonl",
-        5,
-        5,
-        87,
-        14,
-        0,
-        0,
-        &[],
-        &[],
-    ),
-    (
-        "ether0__example_rollouts.jsonl",
-        5,
-        5,
-        15,
-        0,
-        0,
-        0,
-        &[],
-        &[],
-    ),
-    (
-        "ether0__example_rollouts_materialized_inputs.jsonl",
-        5,
-        0,
-        0,
-        0,
-        0,
-        5,
-        &[("not_a_rollout", 5)],
-        &[],
-    ),
-    (
-        "ether0__example_rollouts_reward_profiling.jsonl",
-        5,
-        0,
-        0,
-        0,
-        0,
-        5,
-        &[("not_a_rollout", 5)],
-        &[],
-    ),
-    (
-        "example_multi_turn_gymnasium__example_rollouts.jsonl",
-        5,
-        5,
-        22,
-        0,
-        0,
-        0,
-        &[],
-        &[],
-    ),
-    (
-        "example_session_state_mgmt__example_rollouts.jsonl",
-        5,
-        5,
-        35,
-        15,
-        0,
-        0,
-        &[],
-        &[],
-    ),
-    (
-        "example_single_tool_call__example_rollouts.jsonl",
-        5,
-        5,
-        21,
-        3,
-        0,
-        0,
-        &[],
-        &[],
-    ),
-    (
-        "example_tool_call_multireward__example_rollouts.jsonl",
-        5,
-        5,
-        25,
-        5,
-        0,
-        0,
-        &[],
-        &[],
-    ),
-    (
-        "gdpval__example_rollouts.jsonl",
-        5,
-        5,
-        157,
-        147,
-        0,
-        0,
-        &[],
-        &[("unanswered_tool_call", 147)],
-    ),
-    (
-        "graphwalks__example_rollouts.jsonl",
-        5,
-        4,
-        8,
-        0,
-        1,
-        0,
-        &[],
-        &[],
-    ),
-    (
-        "grl_sokoban__example_rollouts.jsonl",
-        5,
-        5,
-        194,
-        0,
-        0,
-        0,
-        &[],
-        &[],
-    ),
-    (
-        "gymnasium__example_rollouts.jsonl",
-        5,
-        1,
-        1,
-        0,
-        4,
-        0,
-        &[],
-        &[],
-    ),
-    (
-        "hermes_agent__example_math_rollouts.jsonl",
-        5,
-        5,
-        16,
-        3,
-        0,
-        0,
-        &[],
-        &[],
-    ),
-    (
-        "mini_swe_agent_2__example_rollouts.jsonl",
-        5,
-        5,
-        196,
-        129,
-        0,
-        0,
-        &[],
-        &[("unanswered_tool_call", 5)],
-    ),
+    ("anyswe_agent__example_rollouts_hermes.jsonl", 5, 5, 141, 68, 0, 0, &[], &[]),
+    ("aviary__example_rollouts.jsonl", 5, 5, 33, 13, 0, 0, &[], &[]),
+    ("aviary_hotpotqa__example_rollouts.jsonl", 5, 5, 41, 14, 0, 0, &[], &[]),
+    ("bbq__example_rollouts.jsonl", 5, 0, 0, 0, 0, 5, &[("not_a_rollout", 5)], &[]),
+    ("blackjack__example_rollouts.jsonl", 5, 5, 24, 0, 0, 0, &[], &[]),
+    ("circle_click__example_rollouts.jsonl", 5, 5, 20, 5, 0, 0, &[], &[]),
+    ("competitive_coding_challenges__example_rollouts.jsonl", 5, 5, 10, 0, 0, 0, &[], &[]),
+    ("conversational_tool_use_simulation__example_rollouts.jsonl", 5, 5, 73, 14, 0, 0, &[], &[]),
+    ("ether0__example_rollouts.jsonl", 5, 5, 15, 0, 0, 0, &[], &[]),
+    ("ether0__example_rollouts_materialized_inputs.jsonl", 5, 0, 0, 0, 0, 5, &[("not_a_rollout", 5)], &[]),
+    ("ether0__example_rollouts_reward_profiling.jsonl", 5, 0, 0, 0, 0, 5, &[("not_a_rollout", 5)], &[]),
+    ("example_multi_turn_gymnasium__example_rollouts.jsonl", 5, 5, 22, 0, 0, 0, &[], &[]),
+    ("example_session_state_mgmt__example_rollouts.jsonl", 5, 5, 35, 15, 0, 0, &[], &[]),
+    ("example_single_tool_call__example_rollouts.jsonl", 5, 5, 21, 3, 0, 0, &[], &[]),
+    ("example_tool_call_multireward__example_rollouts.jsonl", 5, 5, 25, 5, 0, 0, &[], &[]),
+    ("gdpval__example_rollouts.jsonl", 5, 5, 157, 147, 0, 0, &[], &[("unanswered_tool_call", 147)]),
+    ("graphwalks__example_rollouts.jsonl", 5, 4, 8, 0, 1, 0, &[], &[]),
+    ("grl_sokoban__example_rollouts.jsonl", 5, 5, 194, 0, 0, 0, &[], &[]),
+    ("gymnasium__example_rollouts.jsonl", 5, 1, 1, 0, 4, 0, &[], &[]),
+    ("hermes_agent__example_math_rollouts.jsonl", 5, 5, 16, 3, 0, 0, &[], &[]),
+    ("mini_swe_agent_2__example_rollouts.jsonl", 5, 5, 196, 129, 0, 0, &[], &[("unanswered_tool_call", 5)]),
     ("mrcr__example_rollouts.jsonl", 5, 5, 48, 0, 0, 0, &[], &[]),
-    (
-        "multichallenge__example_rollouts.jsonl",
-        5,
-        0,
-        0,
-        0,
-        0,
-        5,
-        &[("not_a_rollout", 5)],
-        &[],
-    ),
-    (
-        "openair_congestion__example_rollouts.jsonl",
-        5,
-        5,
-        15,
-        5,
-        0,
-        0,
-        &[],
-        &[("unanswered_tool_call", 5)],
-    ),
-    (
-        "ruler__example_rollouts.jsonl",
-        5,
-        5,
-        10,
-        0,
-        0,
-        0,
-        &[],
-        &[("incomplete_generation", 5)],
-    ),
+    ("multichallenge__example_rollouts.jsonl", 5, 0, 0, 0, 0, 5, &[("not_a_rollout", 5)], &[]),
+    ("openair_congestion__example_rollouts.jsonl", 5, 5, 15, 5, 0, 0, &[], &[("unanswered_tool_call", 5)]),
+    ("ruler__example_rollouts.jsonl", 5, 5, 10, 0, 0, 0, &[], &[("incomplete_generation", 5)]),
     ("tau2__example_rollouts.jsonl", 5, 5, 65, 20, 0, 0, &[], &[]),
-    (
-        "tavily_search__example_rollouts.jsonl",
-        5,
-        0,
-        0,
-        0,
-        0,
-        5,
-        &[("not_a_rollout", 5)],
-        &[],
-    ),
-    (
-        "toolsandbox__example_rollouts.jsonl",
-        5,
-        5,
-        0,
-        0,
-        0,
-        0,
-        &[],
-        &[("no_steps", 5)],
-    ),
+    ("tavily_search__example_rollouts.jsonl", 5, 0, 0, 0, 0, 5, &[("not_a_rollout", 5)], &[]),
+    ("toolsandbox__example_rollouts.jsonl", 5, 5, 0, 0, 0, 0, &[], &[("no_steps", 5)]),
 ];
 
 #[test]
 fn every_real_gym_file_has_its_exact_figures() {
     let c = read(&[real("gym")]);
-    assert_eq!(
-        c.reports.len(),
-        FIGURES.len(),
-        "one report per fixture file"
-    );
-    for &(name, records, trajectories, steps, tool_calls, dups, rejected, reasons, gaps) in FIGURES
-    {
+    assert_eq!(c.reports.len(), FIGURES.len(), "one report per fixture file");
+    for &(name, records, trajectories, steps, tool_calls, dups, rejected, reasons, gaps) in FIGURES {
         let r = report(&c, name);
         assert_eq!(r.format.as_deref(), Some("gym"), "{name}");
-        let got = (
-            r.records,
-            r.trajectories,
-            r.subagents,
-            r.steps,
-            r.tool_calls,
-            r.duplicate_records,
-            r.rejected,
-        );
-        assert_eq!(
-            got,
-            (records, trajectories, 0, steps, tool_calls, dups, rejected),
-            "{name}"
-        );
+        let got = (r.records, r.trajectories, r.subagents, r.steps, r.tool_calls, r.duplicate_records, r.rejected);
+        assert_eq!(got, (records, trajectories, 0, steps, tool_calls, dups, rejected), "{name}");
         assert_eq!(r.reasons, counts(reasons), "{name} reasons");
         assert_eq!(r.gaps, counts(gaps), "{name} gaps");
         assert!(r.error.is_none() && r.part_of.is_none(), "{name}");
@@ -344,22 +57,13 @@ fn every_real_gym_file_has_its_exact_figures() {
 
 #[test]
 fn parallel_calls_pair_with_outputs_by_call_id() {
-    let c = read(&[real(
-        "gym/example_session_state_mgmt__example_rollouts.jsonl",
-    )]);
+    let c = read(&[real("gym/example_session_state_mgmt__example_rollouts.jsonl")]);
     let t = from_file(&c, "example_session_state_mgmt__example_rollouts.jsonl")[0];
     assert_eq!(t.id, "gym-5263cf696ee4ffa4");
     let roles: Vec<Role> = t.steps.iter().map(|s| s.role).collect();
     use Role::*;
-    assert_eq!(
-        roles,
-        [User, Assistant, Tool, Tool, Assistant, Tool, Assistant]
-    );
-    let calls: Vec<_> = t.steps[1]
-        .tool_calls
-        .iter()
-        .map(|c| (c.id.as_deref(), c.arguments.clone()))
-        .collect();
+    assert_eq!(roles, [User, Assistant, Tool, Tool, Assistant, Tool, Assistant]);
+    let calls: Vec<_> = t.steps[1].tool_calls.iter().map(|c| (c.id.as_deref(), c.arguments.clone())).collect();
     assert_eq!(
         calls,
         [
@@ -367,32 +71,16 @@ fn parallel_calls_pair_with_outputs_by_call_id() {
             (Some("call_40zJ55JtKiRMlsDtKfzg8G1C"), json!({"count": 14})),
         ]
     );
-    assert_eq!(
-        t.steps[2].tool_results[0].call_id.as_deref(),
-        Some("call_dzh9BD1c6HQ9nWIRidgEO10O")
-    );
-    assert_eq!(
-        t.steps[3].tool_results[0].call_id.as_deref(),
-        Some("call_40zJ55JtKiRMlsDtKfzg8G1C")
-    );
+    assert_eq!(t.steps[2].tool_results[0].call_id.as_deref(), Some("call_dzh9BD1c6HQ9nWIRidgEO10O"));
+    assert_eq!(t.steps[3].tool_results[0].call_id.as_deref(), Some("call_40zJ55JtKiRMlsDtKfzg8G1C"));
     assert!(t.gaps.is_empty());
     let m = t.metrics.as_ref().expect("usage");
-    assert_eq!(
-        (m.prompt_tokens, m.completion_tokens, m.cached_tokens),
-        (Some(128), Some(27), Some(0))
-    );
+    assert_eq!((m.prompt_tokens, m.completion_tokens, m.cached_tokens), (Some(128), Some(27), Some(0)));
     assert_eq!(t.outcome.reward, Some(1.0));
-    assert_eq!(
-        t.outcome.status,
-        Status::Unknown,
-        "a reward alone never makes a success"
-    );
+    assert_eq!(t.outcome.status, Status::Unknown, "a reward alone never makes a success");
     assert_eq!(t.outcome.verification, Verification::SourceEvaluator);
     assert_eq!(t.task.key_source, TaskKeySource::InstructionHash);
-    assert_eq!(
-        t.task.instruction.as_deref(),
-        Some("add 13 then add 14 then get the count")
-    );
+    assert_eq!(t.task.instruction.as_deref(), Some("add 13 then add 14 then get the count"));
 }
 
 #[test]
@@ -400,15 +88,10 @@ fn simulated_user_turns_in_output_have_unknown_authorship() {
     let c = read(&[real("gym/tau2__example_rollouts.jsonl")]);
     let t = from_file(&c, "tau2__example_rollouts.jsonl")[0];
     let last = t.steps.last().expect("steps");
-    assert_eq!(
-        (last.role, last.authorship),
-        (Role::User, Authorship::Unknown)
-    );
+    assert_eq!((last.role, last.authorship), (Role::User, Authorship::Unknown));
     assert_eq!(last.content, Some(json!("###TRANSFER###")));
     // Input items (the recorded dialogue) keep declared authorship.
-    assert!(t.steps[..5]
-        .iter()
-        .all(|s| s.authorship == Authorship::Declared));
+    assert!(t.steps[..5].iter().all(|s| s.authorship == Authorship::Declared));
     assert_eq!(t.agent.name.as_deref(), Some("tau2_benchmark_agent"));
 }
 
@@ -416,28 +99,16 @@ fn simulated_user_turns_in_output_have_unknown_authorship() {
 fn prompt_messages_opening_an_empty_input_are_accepted_with_unknown_authorship() {
     let c = read(&[real("gym/gdpval__example_rollouts.jsonl")]);
     let t = from_file(&c, "gdpval__example_rollouts.jsonl")[0];
-    assert_eq!(
-        (t.steps[0].role, t.steps[0].authorship),
-        (Role::System, Authorship::Unknown)
-    );
-    assert_eq!(
-        (t.steps[1].role, t.steps[1].authorship),
-        (Role::User, Authorship::Unknown)
-    );
-    assert_eq!(
-        t.task.key,
-        "gdpval_stirrup_agent/83d10b06-26d1-4636-a32c-23f92c57f30b"
-    );
+    assert_eq!((t.steps[0].role, t.steps[0].authorship), (Role::System, Authorship::Unknown));
+    assert_eq!((t.steps[1].role, t.steps[1].authorship), (Role::User, Authorship::Unknown));
+    assert_eq!(t.task.key, "gdpval_stirrup_agent/83d10b06-26d1-4636-a32c-23f92c57f30b");
     assert_eq!(t.task.key_source, TaskKeySource::Explicit);
 }
 
 #[test]
 fn byte_identical_lines_load_once() {
     let c = read(&[real("gym/graphwalks__example_rollouts.jsonl")]);
-    let lines: Vec<u64> = from_file(&c, "graphwalks")
-        .iter()
-        .filter_map(|t| t.provenance.line)
-        .collect();
+    let lines: Vec<u64> = from_file(&c, "graphwalks").iter().filter_map(|t| t.provenance.line).collect();
     assert_eq!(lines, [1, 2, 3, 4], "line 5 repeats line 4 byte for byte");
     let c = read(&[real("gym/gymnasium__example_rollouts.jsonl")]);
     assert_eq!(c.trajectories.len(), 1);
@@ -448,15 +119,9 @@ fn transitions_load_the_last_transition() {
     let c = read(&[real("gym/aviary__example_rollouts.jsonl")]);
     let t = from_file(&c, "aviary__example_rollouts.jsonl")[0];
     let roles: Vec<Role> = t.steps.iter().map(|s| s.role).collect();
-    assert_eq!(
-        roles,
-        [Role::User, Role::Assistant, Role::Tool, Role::Assistant]
-    );
+    assert_eq!(roles, [Role::User, Role::Assistant, Role::Tool, Role::Assistant]);
     assert_eq!(t.steps[1].tool_calls[0].name, "calculator");
-    assert_eq!(
-        t.steps[1].tool_calls[0].arguments,
-        json!({"expr": "12 * (50 / 60)"})
-    );
+    assert_eq!(t.steps[1].tool_calls[0].arguments, json!({"expr": "12 * (50 / 60)"}));
 }
 
 #[test]
@@ -465,13 +130,7 @@ fn truncated_generation_is_a_gap_and_reasoning_is_kept() {
     let t = from_file(&c, "ruler__example_rollouts.jsonl")[0];
     let last = t.steps.last().expect("steps");
     assert_eq!(last.role, Role::Assistant);
-    assert!(
-        last.content.is_none()
-            && last
-                .reasoning
-                .as_deref()
-                .is_some_and(|r| r.starts_with("Okay, let's tackle"))
-    );
+    assert!(last.content.is_none() && last.reasoning.as_deref().is_some_and(|r| r.starts_with("Okay, let's tackle")));
     assert_eq!(t.gaps[0].detail.as_deref(), Some("max_output_tokens"));
 }
 
@@ -479,27 +138,16 @@ fn truncated_generation_is_a_gap_and_reasoning_is_kept() {
 fn chat_completions_usage_and_string_input() {
     let c = read(&[real("gym/mrcr__example_rollouts.jsonl")]);
     let m = from_file(&c, "mrcr")[0].metrics.clone().expect("usage");
-    assert_eq!(
-        (m.prompt_tokens, m.completion_tokens, m.cached_tokens),
-        (Some(112), Some(273), None)
-    );
-    let c = read(&[real(
-        "gym/competitive_coding_challenges__example_rollouts.jsonl",
-    )]);
+    assert_eq!((m.prompt_tokens, m.completion_tokens, m.cached_tokens), (Some(112), Some(273), None));
+    let c = read(&[real("gym/competitive_coding_challenges__example_rollouts.jsonl")]);
     let t = from_file(&c, "competitive_coding")[0];
     assert_eq!(t.steps[0].role, Role::User);
-    assert!(t.steps[0]
-        .content
-        .as_ref()
-        .and_then(|v| v.as_str())
-        .is_some_and(|s| s.starts_with("You are an expert")));
+    assert!(t.steps[0].content.as_ref().and_then(|v| v.as_str()).is_some_and(|s| s.starts_with("You are an expert")));
 }
 
 #[test]
 fn reward_components_are_named() {
-    let c = read(&[real(
-        "gym/example_tool_call_multireward__example_rollouts.jsonl",
-    )]);
+    let c = read(&[real("gym/example_tool_call_multireward__example_rollouts.jsonl")]);
     let t = from_file(&c, "multireward")[0];
     assert_eq!(t.outcome.reward, Some(2.0));
     assert_eq!(t.outcome.reward_components.get("correctness"), Some(&1.0));
@@ -513,10 +161,61 @@ fn unmapped_fields_stay_in_extra() {
     // `_ng_task_index` is an index into a task file: kept, but never the task key.
     assert_eq!(t.extra.get("_ng_task_index"), Some(&json!(4)));
     assert!(t.extra.contains_key("metadata") && t.extra.contains_key("instance_id"));
-    assert_eq!(
-        t.task.key,
-        "mini_swe_agent_2/scikit-learn__scikit-learn-14141"
-    );
+    assert_eq!(t.task.key, "mini_swe_agent_2/scikit-learn__scikit-learn-14141");
+}
+
+#[test]
+fn reasoning_emitted_after_its_call_stays_with_that_decision() {
+    let c = read(&[real("gym/conversational_tool_use_simulation__example_rollouts.jsonl")]);
+    let t = from_file(&c, "conversational_tool_use_simulation")[0];
+    let step = t.steps.iter().find(|s| !s.tool_calls.is_empty()).expect("a call");
+    assert_eq!(step.tool_calls[0].name, "request_accessibility");
+    assert!(step.reasoning.as_deref().is_some_and(|r| r.starts_with("I need to help this user with two requests")));
+}
+
+#[test]
+fn floats_round_trip_exactly() {
+    let c = read(&[real("gym/mrcr__example_rollouts.jsonl")]);
+    assert_eq!(from_file(&c, "mrcr")[0].outcome.reward, Some(0.9764705882352941));
+}
+
+#[test]
+fn placeholder_usage_and_empty_model_stay_absent() {
+    let c = read(&[real("gym/anyswe_agent__example_rollouts_hermes.jsonl")]);
+    let t = from_file(&c, "anyswe_agent")[0];
+    assert!(t.metrics.is_none(), "all-zero usage on a run that generated tokens is not a count");
+    assert!(t.extra["response"]["usage"]["output_tokens"] == json!(0), "the source's usage is kept in extra");
+    let c = read(&[real("gym/tau2__example_rollouts.jsonl")]);
+    let t = from_file(&c, "tau2")[0];
+    assert_eq!(t.agent.model, None);
+    assert_eq!(t.extra["response"]["model"], json!(""));
+}
+
+#[test]
+fn task_keys_group_attempts_at_the_same_task_only() {
+    let keys = |name: &str| -> Vec<String> {
+        let c = read(&[real(&format!("gym/{name}"))]);
+        c.trajectories.iter().map(|t| t.task.key.clone()).collect()
+    };
+    let anyswe = keys("anyswe_agent__example_rollouts_hermes.jsonl");
+    assert!(anyswe.iter().all(|k| k == "anyswe_hermes/astropy__astropy-12907"), "{anyswe:?}");
+    let tau2 = keys("tau2__example_rollouts.jsonl");
+    assert_ne!(tau2[1], tau2[4], "different tau2 tasks whose simulated user opens alike");
+    let sokoban: std::collections::BTreeSet<String> = keys("grl_sokoban__example_rollouts.jsonl").into_iter().collect();
+    assert_eq!(sokoban.len(), 5, "five boards, five tasks");
+    let openair: std::collections::BTreeSet<String> =
+        keys("openair_congestion__example_rollouts.jsonl").into_iter().collect();
+    assert_eq!(openair.len(), 5);
+}
+
+#[test]
+fn token_ids_and_logprobs_are_step_metrics() {
+    let c = read(&[real("gym/competitive_coding_challenges__example_rollouts.jsonl")]);
+    let t = from_file(&c, "competitive_coding")[0];
+    let step = t.steps.iter().find(|s| s.role == Role::Assistant).expect("assistant");
+    let m = step.metrics.as_ref().expect("metrics");
+    assert!(m.extra["generation_token_ids"].as_array().is_some_and(|a| !a.is_empty()));
+    assert!(m.extra.contains_key("generation_log_probs"));
 }
 
 mod synthetic {
@@ -542,10 +241,7 @@ mod synthetic {
         let (_d, p) = file(&[A, A, B]);
         let c = read(&[p]);
         let r = &c.reports[0];
-        assert_eq!(
-            (r.records, r.trajectories, r.duplicate_records, r.rejected),
-            (3, 1, 1, 1)
-        );
+        assert_eq!((r.records, r.trajectories, r.duplicate_records, r.rejected), (3, 1, 1, 1));
         assert_eq!(c.rejections[0].reason.as_str(), "conflicting_rollout");
         assert_eq!(c.rejections[0].line, Some(3));
     }
@@ -556,10 +252,7 @@ mod synthetic {
         let (_d, p) = file(&[line]);
         let c = read(&[p]);
         assert_eq!(c.rejections[0].reason.as_str(), "ambiguous_history");
-        assert_eq!(
-            c.rejections[0].problems[0].json_path,
-            "$.response.output[0]"
-        );
+        assert_eq!(c.rejections[0].problems[0].json_path, "$.response.output[0]");
     }
 
     #[test]
@@ -567,10 +260,7 @@ mod synthetic {
         let line = r#"{"responses_create_params":{"input":[]},"response":{"contains_transitions":true,"output":[[{"role":"user","content":"a"}],[{"role":"user","content":"b"}]]}}"#;
         let (_d, p) = file(&[line]);
         let c = read(&[p]);
-        assert_eq!(
-            c.rejections[0].reason.as_str(),
-            "transition_rewrites_history"
-        );
+        assert_eq!(c.rejections[0].reason.as_str(), "transition_rewrites_history");
     }
 
     #[test]
@@ -583,13 +273,6 @@ mod synthetic {
         assert!(call.arguments_invalid);
         assert_eq!(call.arguments, serde_json::json!("{oops"));
         let kinds: Vec<&str> = t.gaps.iter().map(|g| g.kind.as_str()).collect();
-        assert_eq!(
-            kinds,
-            [
-                "result_without_call",
-                "unanswered_tool_call",
-                "invalid_tool_arguments"
-            ]
-        );
+        assert_eq!(kinds, ["result_without_call", "unanswered_tool_call", "invalid_tool_arguments"]);
     }
 }

@@ -46,11 +46,7 @@ fn take_identity(t: &mut Trajectory) -> Identity {
     Identity {
         id: std::mem::take(&mut t.id),
         provenance: std::mem::take(&mut t.provenance),
-        children: t
-            .subagents
-            .iter_mut()
-            .map(|s| take_identity(&mut s.trajectory))
-            .collect(),
+        children: t.subagents.iter_mut().map(|s| take_identity(&mut s.trajectory)).collect(),
     }
 }
 

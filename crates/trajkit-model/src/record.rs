@@ -354,9 +354,7 @@ pub struct Gap {
 }
 
 /// The closed set of gap kinds (documented in docs/record.md).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum GapKind {
     /// A tool call that no result answers.
@@ -408,10 +406,6 @@ impl GapKind {
 impl Gap {
     /// A gap at a step with a detail.
     pub fn at(kind: GapKind, step: Option<usize>, detail: impl Into<String>) -> Self {
-        Gap {
-            detail: Some(detail.into()),
-            kind,
-            step,
-        }
+        Gap { detail: Some(detail.into()), kind, step }
     }
 }

@@ -13,11 +13,7 @@ fn sample() -> Trajectory {
     });
     call_step.extra.insert("z".into(), Value::Null);
     Trajectory {
-        agent: Agent {
-            model: Some("m".into()),
-            name: Some("a".into()),
-            version: None,
-        },
+        agent: Agent { model: Some("m".into()), name: Some("a".into()), version: None },
         content_digest: String::new(),
         extra: Extra::new(),
         gaps: vec![],
@@ -35,10 +31,7 @@ fn sample() -> Trajectory {
         session_id: None,
         steps: vec![Step::new(Role::User, Some(json!("hi"))), call_step],
         subagents: vec![],
-        task: Task {
-            key: "k".into(),
-            ..Default::default()
-        },
+        task: Task { key: "k".into(), ..Default::default() },
         tools: None,
     }
 }
@@ -58,11 +51,7 @@ fn assert_sorted(text: &str) {
     }
     // serde_json without preserve_order sorts on parse, so compare the text instead.
     let reparsed: Value = serde_json::from_str(text).unwrap();
-    assert_eq!(
-        serde_json::to_string(&reparsed).unwrap(),
-        text,
-        "keys not in sorted order"
-    );
+    assert_eq!(serde_json::to_string(&reparsed).unwrap(), text, "keys not in sorted order");
     walk(&reparsed);
 }
 
@@ -94,11 +83,7 @@ fn digest_ignores_identity_and_provenance_but_not_content() {
 #[test]
 fn record_round_trips_through_canonical_json() {
     let mut t = sample();
-    t.subagents.push(Subagent {
-        spawned_by_step: Some(1),
-        spawned_by_tool_call: None,
-        trajectory: Box::new(sample()),
-    });
+    t.subagents.push(Subagent { spawned_by_step: Some(1), spawned_by_tool_call: None, trajectory: Box::new(sample()) });
     seal(&mut t).unwrap();
     let s = canonical::to_canonical_string(&t).unwrap();
     let back: Trajectory = serde_json::from_str(&s).unwrap();
@@ -108,27 +93,15 @@ fn record_round_trips_through_canonical_json() {
 
 #[test]
 fn absent_figures_are_omitted_not_zero() {
-    let m = Metrics {
-        completion_tokens: Some(5),
-        ..Default::default()
-    };
-    assert_eq!(
-        serde_json::to_string(&m).unwrap(),
-        r#"{"completion_tokens":5}"#
-    );
+    let m = Metrics { completion_tokens: Some(5), ..Default::default() };
+    assert_eq!(serde_json::to_string(&m).unwrap(), r#"{"completion_tokens":5}"#);
 }
 
 #[test]
 fn instruction_key_normalizes_whitespace_and_includes_environment() {
     let a = canonical::instruction_task_key("  Fix  the\nbug ", Some("env"));
-    assert_eq!(
-        a,
-        canonical::instruction_task_key("Fix the bug", Some("env"))
-    );
-    assert_ne!(
-        a,
-        canonical::instruction_task_key("Fix the bug", Some("other"))
-    );
+    assert_eq!(a, canonical::instruction_task_key("Fix the bug", Some("env")));
+    assert_ne!(a, canonical::instruction_task_key("Fix the bug", Some("other")));
     assert!(a.starts_with("h:") && a.len() == 18);
 }
 

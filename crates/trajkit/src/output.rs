@@ -24,15 +24,9 @@ impl AtomicOutput {
     /// Opens `path` (`-` is stdout); compression by extension (.gz level 1, .zst level 3).
     pub fn create(path: &Path, threads: usize) -> Result<Self> {
         if path.as_os_str() == "-" {
-            return Ok(AtomicOutput {
-                writer: Writer::Stdout(BufWriter::new(io::stdout())),
-                target: None,
-            });
+            return Ok(AtomicOutput { writer: Writer::Stdout(BufWriter::new(io::stdout())), target: None });
         }
-        let dir = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
+        let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         let named = tempfile::Builder::new()
             .prefix(".trajkit-")
             .suffix(".tmp")
@@ -41,10 +35,7 @@ impl AtomicOutput {
         let (file, temp) = named.into_parts();
         let buffered = BufWriter::with_capacity(1 << 20, file);
         let writer = match path.extension().and_then(|e| e.to_str()) {
-            Some("gz") => Writer::Gzip(flate2::write::GzEncoder::new(
-                buffered,
-                flate2::Compression::new(1),
-            )),
+            Some("gz") => Writer::Gzip(flate2::write::GzEncoder::new(buffered, flate2::Compression::new(1))),
             Some("zst") | Some("zstd") => {
                 let mut z = zstd::stream::write::Encoder::new(buffered, 3)?;
                 if threads > 1 {
@@ -54,10 +45,7 @@ impl AtomicOutput {
             }
             _ => Writer::Plain(buffered),
         };
-        Ok(AtomicOutput {
-            writer,
-            target: Some((temp, path.to_path_buf())),
-        })
+        Ok(AtomicOutput { writer, target: Some((temp, path.to_path_buf())) })
     }
 
     /// Finishes the compressed stream, flushes, and renames the file into place.
@@ -73,8 +61,7 @@ impl AtomicOutput {
         };
         if let (Some(file), Some((temp, target))) = (file, self.target) {
             file.sync_all()?;
-            temp.persist(&target)
-                .with_context(|| format!("cannot write {}", target.display()))?;
+            temp.persist(&target).with_context(|| format!("cannot write {}", target.display()))?;
         }
         Ok(())
     }

@@ -7,16 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn trajkit(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_trajkit"))
-        .args(args)
-        .output()
-        .expect("run trajkit")
+    Command::new(env!("CARGO_BIN_EXE_trajkit")).args(args).output().expect("run trajkit")
 }
 
 fn real(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/real")
-        .join(rel)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/real").join(rel)
 }
 
 fn text(b: &[u8]) -> String {
@@ -39,13 +34,7 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
 
 #[test]
 fn inspect_json_reports_the_contract_keys() {
-    let out = trajkit(&[
-        "inspect",
-        "--json",
-        real("gym/graphwalks__example_rollouts.jsonl")
-            .to_str()
-            .unwrap(),
-    ]);
+    let out = trajkit(&["inspect", "--json", real("gym/graphwalks__example_rollouts.jsonl").to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json line");
     for key in [
@@ -69,21 +58,12 @@ fn inspect_json_reports_the_contract_keys() {
 
 #[test]
 fn validate_exit_codes_tell_scripts_what_happened() {
-    let ok = trajkit(&[
-        "validate",
-        real("gym/ether0__example_rollouts.jsonl").to_str().unwrap(),
-    ]);
+    let ok = trajkit(&["validate", real("gym/ether0__example_rollouts.jsonl").to_str().unwrap()]);
     assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
-    let some_rejected = trajkit(&[
-        "validate",
-        real("gym/bbq__example_rollouts.jsonl").to_str().unwrap(),
-    ]);
+    let some_rejected = trajkit(&["validate", real("gym/bbq__example_rollouts.jsonl").to_str().unwrap()]);
     assert_eq!(some_rejected.status.code(), Some(1));
     let stdout = text(&some_rejected.stdout);
-    assert!(
-        stdout.contains("bbq__example_rollouts.jsonl:1: $: not_a_rollout"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("bbq__example_rollouts.jsonl:1: $: not_a_rollout"), "{stdout}");
     let nothing = trajkit(&["validate", "/nonexistent/path.jsonl"]);
     assert_eq!(nothing.status.code(), Some(2));
     assert!(text(&nothing.stderr).contains("/nonexistent/path.jsonl"));
@@ -96,11 +76,7 @@ fn bad_inputs_get_clear_messages_and_the_rest_is_still_processed() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     // Truncated JSON on line 2.
-    write(
-        d,
-        "a_rollouts.jsonl",
-        format!("{GOOD}\n{}\n", &GOOD[..40]).as_bytes(),
-    );
+    write(d, "a_rollouts.jsonl", format!("{GOOD}\n{}\n", &GOOD[..40]).as_bytes());
     // Invalid UTF-8 inside a string on line 1.
     let mut bad_utf8 = GOOD.replace("hello", "hel\u{1}lo").into_bytes();
     let pos = bad_utf8.iter().position(|&b| b == 1).unwrap();
@@ -123,54 +99,24 @@ fn bad_inputs_get_clear_messages_and_the_rest_is_still_processed() {
     let stdout = text(&out.stdout);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("a_rollouts.jsonl:2: $: invalid_json: invalid JSON at line 1 column 40"), "{stdout}");
     assert!(
-        stdout.contains("a_rollouts.jsonl:2: $: invalid_json: invalid JSON at line 1 column 40"),
-        "{stdout}"
-    );
-    assert!(
-        stdout.contains(&format!(
-            "b_rollouts.jsonl:1: $: invalid_utf8: invalid UTF-8 at byte offset {pos}"
-        )),
+        stdout.contains(&format!("b_rollouts.jsonl:1: $: invalid_utf8: invalid UTF-8 at byte offset {pos}")),
         "{stdout}"
     );
     assert!(stdout.contains("c_rollouts.jsonl.gz:"), "{stdout}");
     assert!(stdout.contains("d_rollouts.jsonl: empty file"), "{stdout}");
-    assert!(
-        stdout.contains("e_rollouts.jsonl:2: $: invalid_json")
-            && stdout.contains("recursion limit"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("e_rollouts.jsonl:2: $: invalid_json") && stdout.contains("recursion limit"), "{stdout}");
     assert!(stderr.contains("missing.jsonl"), "{stderr}");
 
     let out = trajkit(&["inspect", "--json", d.to_str().unwrap()]);
-    let reports: Vec<serde_json::Value> = text(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let by = |n: &str| {
-        reports
-            .iter()
-            .find(|r| r["path"].as_str().unwrap().ends_with(n))
-            .unwrap()
-            .clone()
-    };
+    let reports: Vec<serde_json::Value> = text(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let by = |n: &str| reports.iter().find(|r| r["path"].as_str().unwrap().ends_with(n)).unwrap().clone();
     assert_eq!(by("a_rollouts.jsonl")["trajectories"], 1);
-    assert_eq!(
-        by("c_rollouts.jsonl.gz")["error"]
-            .as_str()
-            .map(|e| e.contains("read failed")),
-        Some(true)
-    );
-    assert!(
-        by("c_rollouts.jsonl.gz")["records"].as_u64() >= Some(1),
-        "lines before the cut are read"
-    );
+    assert_eq!(by("c_rollouts.jsonl.gz")["error"].as_str().map(|e| e.contains("read failed")), Some(true));
+    assert!(by("c_rollouts.jsonl.gz")["records"].as_u64() >= Some(1), "lines before the cut are read");
     assert_eq!(by("e_rollouts.jsonl")["trajectories"], 1);
-    assert_eq!(
-        by("f_rollouts.jsonl")["trajectories"],
-        2,
-        "a 50 MB line is read, not refused"
-    );
+    assert_eq!(by("f_rollouts.jsonl")["trajectories"], 2, "a 50 MB line is read, not refused");
 }
 
 #[test]
@@ -179,40 +125,14 @@ fn convert_writes_compressed_output_atomically_and_deterministically() {
     let gym = real("gym");
     let one = dir.path().join("one.jsonl.zst");
     let two = dir.path().join("two.jsonl.gz");
-    let a = trajkit(&[
-        "convert",
-        gym.to_str().unwrap(),
-        "--threads",
-        "1",
-        "-o",
-        one.to_str().unwrap(),
-    ]);
-    let b = trajkit(&[
-        "convert",
-        gym.to_str().unwrap(),
-        "--threads",
-        "2",
-        "-o",
-        two.to_str().unwrap(),
-    ]);
-    assert_eq!(
-        a.status.code(),
-        Some(1),
-        "fixtures include non-rollout files: {}",
-        text(&a.stderr)
-    );
+    let a = trajkit(&["convert", gym.to_str().unwrap(), "--threads", "1", "-o", one.to_str().unwrap()]);
+    let b = trajkit(&["convert", gym.to_str().unwrap(), "--threads", "2", "-o", two.to_str().unwrap()]);
+    assert_eq!(a.status.code(), Some(1), "fixtures include non-rollout files: {}", text(&a.stderr));
     assert_eq!(b.status.code(), Some(1));
     let zst = zstd::decode_all(std::fs::File::open(&one).unwrap()).unwrap();
     let mut gz = Vec::new();
-    std::io::Read::read_to_end(
-        &mut flate2::read::GzDecoder::new(std::fs::File::open(&two).unwrap()),
-        &mut gz,
-    )
-    .unwrap();
-    assert_eq!(
-        zst, gz,
-        "same records in the same order whatever the thread count"
-    );
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(std::fs::File::open(&two).unwrap()), &mut gz).unwrap();
+    assert_eq!(zst, gz, "same records in the same order whatever the thread count");
     assert_eq!(text(&zst).lines().count(), 110);
     let leftovers: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
@@ -244,11 +164,7 @@ fn stdin_is_read_with_detection() {
     let out = child.wait_with_output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
-        (
-            v["path"].as_str(),
-            v["format"].as_str(),
-            v["trajectories"].as_u64()
-        ),
+        (v["path"].as_str(), v["format"].as_str(), v["trajectories"].as_u64()),
         (Some("-"), Some("gym"), Some(4))
     );
 }
@@ -261,10 +177,7 @@ fn unrecognised_files_are_named_as_such() {
     assert_eq!(out.status.code(), Some(2), "nothing readable");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["format"].is_null());
-    assert!(v["error"]
-        .as_str()
-        .unwrap()
-        .contains("not a recognised trajectory format"));
+    assert!(v["error"].as_str().unwrap().contains("not a recognised trajectory format"));
 }
 
 #[test]
@@ -273,10 +186,6 @@ fn schema_is_published_and_current() {
     let printed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/record.schema.json");
     let published: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).expect("docs/record.schema.json"))
-            .unwrap();
-    assert_eq!(
-        printed, published,
-        "regenerate with: trajkit schema > docs/record.schema.json"
-    );
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("docs/record.schema.json")).unwrap();
+    assert_eq!(printed, published, "regenerate with: trajkit schema > docs/record.schema.json");
 }

@@ -8,9 +8,7 @@ use trajkit_model::Trajectory;
 
 /// The project's copy of the real fixtures of `family`.
 pub fn real(family: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/real")
-        .join(family)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/real").join(family)
 }
 
 /// Everything a read produced, in input order.
@@ -53,10 +51,7 @@ pub fn report<'a>(c: &'a Collected, name: &str) -> &'a FileReport {
 
 /// The trajectories read from files whose name contains `name`, in input order.
 pub fn from_file<'a>(c: &'a Collected, name: &str) -> Vec<&'a Trajectory> {
-    c.trajectories
-        .iter()
-        .filter(|t| t.provenance.path.contains(name))
-        .collect()
+    c.trajectories.iter().filter(|t| t.provenance.path.contains(name)).collect()
 }
 
 /// Builds a `(name, count)` list into the report's map type.

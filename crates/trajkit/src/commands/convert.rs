@@ -17,12 +17,7 @@ struct Writer {
 }
 
 impl Sink for Writer {
-    fn trajectory(
-        &mut self,
-        _: &InputFile,
-        _: &trajkit_model::Trajectory,
-        canonical: Option<&[u8]>,
-    ) {
+    fn trajectory(&mut self, _: &InputFile, _: &trajkit_model::Trajectory, canonical: Option<&[u8]>) {
         if self.error.is_some() {
             return;
         }
@@ -36,13 +31,7 @@ impl Sink for Writer {
 
     fn rejection(&mut self, r: &trajkit_formats::Rejection) {
         if let Some(p) = r.problems.first() {
-            eprintln!(
-                "{}: {}: {}: {}",
-                r.location(),
-                p.json_path,
-                p.reason.as_str(),
-                p.message
-            );
+            eprintln!("{}: {}: {}: {}", r.location(), p.json_path, p.reason.as_str(), p.message);
         }
     }
 
@@ -60,29 +49,18 @@ impl Sink for Writer {
 pub fn run(args: &ReadArgs, output: &Path) -> Result<u8> {
     let threads = init_threads(args)?;
     let out = AtomicOutput::create(output, threads)?;
-    let mut sink = Writer {
-        out,
-        error: None,
-        written: 0,
-    };
+    let mut sink = Writer { out, error: None, written: 0 };
     let outcome = read(args, true, &mut sink)?;
     if let Some(e) = sink.error {
         return Err(e).with_context(|| format!("writing {}", output.display()));
     }
     if outcome.exit_code() == 2 {
         // Nothing could be read: leave no output behind (the temporary file is removed).
-        eprintln!(
-            "trajkit: nothing could be read; {} not written",
-            output.display()
-        );
+        eprintln!("trajkit: nothing could be read; {} not written", output.display());
         return Ok(2);
     }
     sink.out.finish()?;
     let rejected: u64 = outcome.reports.iter().map(|r| r.rejected).sum();
-    eprintln!(
-        "wrote {} trajectories to {} ({rejected} records rejected)",
-        sink.written,
-        output.display()
-    );
+    eprintln!("wrote {} trajectories to {} ({rejected} records rejected)", sink.written, output.display());
     Ok(outcome.exit_code())
 }

@@ -26,18 +26,7 @@ pub fn run(args: &ReadArgs, json: bool) -> Result<u8> {
 }
 
 fn print_table(reports: &[FileReport]) {
-    let header = [
-        "path",
-        "format",
-        "records",
-        "traj",
-        "subagents",
-        "steps",
-        "tool_calls",
-        "dup",
-        "rejected",
-        "notes",
-    ];
+    let header = ["path", "format", "records", "traj", "subagents", "steps", "tool_calls", "dup", "rejected", "notes"];
     let rows: Vec<[String; 10]> = reports
         .iter()
         .map(|r| {

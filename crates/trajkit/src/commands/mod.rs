@@ -30,18 +30,11 @@ pub struct ReadOutcome {
 impl ReadOutcome {
     /// 0 all accepted; 1 something rejected or unreadable but something was read; 2 nothing read.
     pub fn exit_code(&self) -> u8 {
-        let read_any = self
-            .reports
-            .iter()
-            .any(|r| r.error.is_none() || r.records > 0);
+        let read_any = self.reports.iter().any(|r| r.error.is_none() || r.records > 0);
         if !read_any {
             return 2;
         }
-        let trouble = !self.missing.is_empty()
-            || self
-                .reports
-                .iter()
-                .any(|r| r.rejected > 0 || r.error.is_some());
+        let trouble = !self.missing.is_empty() || self.reports.iter().any(|r| r.rejected > 0 || r.error.is_some());
         u8::from(trouble)
     }
 }
@@ -57,14 +50,8 @@ pub fn read(read: &ReadArgs, canonical: bool, sink: &mut dyn Sink) -> Result<Rea
         bail!("no input files found (looked for .json, .jsonl, .traj, optionally .gz/.zst)");
     }
     let bar = crate::progress::files(files.len());
-    let mut with_bar = ProgressSink {
-        inner: sink,
-        bar: &bar,
-    };
-    let opts = Options {
-        format: read.format.clone(),
-        canonical,
-    };
+    let mut with_bar = ProgressSink { inner: sink, bar: &bar };
+    let opts = Options { format: read.format.clone(), canonical };
     let reports = trajkit_formats::read_inputs(files, &opts, &mut with_bar)?;
     bar.finish_and_clear();
     Ok(ReadOutcome { reports, missing })
@@ -76,12 +63,7 @@ struct ProgressSink<'a> {
 }
 
 impl Sink for ProgressSink<'_> {
-    fn trajectory(
-        &mut self,
-        file: &InputFile,
-        t: &trajkit_model::Trajectory,
-        canonical: Option<&[u8]>,
-    ) {
+    fn trajectory(&mut self, file: &InputFile, t: &trajkit_model::Trajectory, canonical: Option<&[u8]>) {
         self.inner.trajectory(file, t, canonical)
     }
     fn rejection(&mut self, r: &trajkit_formats::Rejection) {

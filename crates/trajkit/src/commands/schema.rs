@@ -3,9 +3,6 @@
 use anyhow::Result;
 
 pub fn run() -> Result<u8> {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(&trajkit_model::json_schema())?
-    );
+    println!("{}", serde_json::to_string_pretty(&trajkit_model::json_schema())?);
     Ok(0)
 }

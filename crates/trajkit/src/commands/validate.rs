@@ -23,13 +23,7 @@ impl Sink for Problems {
             return;
         }
         for p in &r.problems {
-            println!(
-                "{}: {}: {}: {}",
-                r.location(),
-                p.json_path,
-                p.reason.as_str(),
-                p.message
-            );
+            println!("{}: {}: {}: {}", r.location(), p.json_path, p.reason.as_str(), p.message);
         }
     }
 
@@ -50,17 +44,14 @@ impl Sink for Problems {
 
 pub fn run(args: &ReadArgs, strict: bool, json: bool) -> Result<u8> {
     init_threads(args)?;
-    let mut sink = Problems {
-        json,
-        strict,
-        rejected: 0,
-    };
+    let mut sink = Problems { json, strict, rejected: 0 };
     let outcome = read(args, false, &mut sink)?;
     let files = outcome.reports.len();
     let accepted: u64 = outcome.reports.iter().map(|r| r.trajectories).sum();
     let rejected: u64 = outcome.reports.iter().map(|r| r.rejected).sum();
-    let errors =
-        outcome.reports.iter().filter(|r| r.error.is_some()).count() + outcome.missing.len();
-    eprintln!("{files} files: {accepted} trajectories accepted, {rejected} records rejected, {errors} files with read errors");
+    let errors = outcome.reports.iter().filter(|r| r.error.is_some()).count() + outcome.missing.len();
+    eprintln!(
+        "{files} files: {accepted} trajectories accepted, {rejected} records rejected, {errors} files with read errors"
+    );
     Ok(outcome.exit_code())
 }
