@@ -15,7 +15,7 @@ use trajkit_model::{
 use crate::input::InputFile;
 use crate::json::{content_text, into_extra, take, take_f64, take_nonempty_str, take_str, take_u64};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
-use crate::rejection::{json_problem, utf8_problem, Problem, Reason};
+use crate::rejection::{parse_record, Problem, Reason};
 
 /// Reader for NeMo Gym rollout JSONL.
 pub struct GymReader;
@@ -70,10 +70,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Option<String>
     if raw.bytes.trim_ascii() == PLACEHOLDER {
         return Err(not_a_rollout("placeholder row"));
     }
-    if let Some(p) = utf8_problem(raw.bytes) {
-        return Err(p);
-    }
-    let value: Value = serde_json::from_slice(raw.bytes).map_err(|e| json_problem(&e))?;
+    let value = parse_record(raw.bytes)?;
     let Value::Object(mut row) = value else {
         return Err(Problem::new(Reason::SchemaViolation, "$", "a rollout line must be a JSON object"));
     };

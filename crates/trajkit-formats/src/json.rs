@@ -45,9 +45,9 @@ pub fn take_u64(map: &mut Map<String, Value>, key: &str) -> Option<u64> {
     Some(v)
 }
 
-/// Converts what is left of a source object into `extra`.
+/// What is left of a source object becomes `extra` as it is (the same sorted map type).
 pub fn into_extra(map: Map<String, Value>) -> Extra {
-    map.into_iter().collect()
+    map
 }
 
 /// Text of a content value: a string, or the `text` of text parts joined by newlines.

@@ -54,8 +54,22 @@ struct Plan {
     stdin: Option<Box<dyn BufRead + Send>>,
 }
 
+/// Records read in one go: their bytes live in one buffer that is reused (recycled
+/// from the consumer back to the producer), so large lines do not churn the allocator.
+#[derive(Default)]
+struct Batch {
+    buf: Vec<u8>,
+    records: Vec<OwnedRecord>,
+}
+
+impl Batch {
+    fn bytes(&self, r: &OwnedRecord) -> &[u8] {
+        &self.buf[r.range.clone()]
+    }
+}
+
 struct OwnedRecord {
-    bytes: Vec<u8>,
+    range: std::ops::Range<usize>,
     line: Option<u64>,
     document_index: Option<u64>,
 }
@@ -63,8 +77,14 @@ struct OwnedRecord {
 /// What the producer thread needs per file: the file, whether to read it, its layout.
 type ProducerJob = (InputFile, bool, Layout, Option<Box<dyn BufRead + Send>>);
 
+/// A batch after the parallel stage, or the end of a file.
+enum Done {
+    Batch(usize, Batch, Vec<Processed>),
+    End(usize, Option<String>),
+}
+
 enum Msg {
-    Batch(usize, Vec<OwnedRecord>),
+    Batch(usize, Batch),
     End(usize, Option<String>),
 }
 
@@ -78,6 +98,7 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
     mark_consumed(&mut plans);
 
     let (tx, rx) = bounded::<Msg>(4);
+    let (recycle_tx, recycle_rx) = bounded::<Batch>(8);
     let producer_plans: Vec<ProducerJob> = plans
         .iter_mut()
         .map(|p| {
@@ -89,37 +110,61 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
             )
         })
         .collect();
+    let stage_jobs: Vec<(Option<&'static dyn Reader>, InputFile)> =
+        plans.iter().map(|p| (p.reader, p.file.clone())).collect();
     let producer = std::thread::spawn(move || {
         for (idx, (file, wanted, layout, stdin)) in producer_plans.into_iter().enumerate() {
-            let err = if wanted { produce(idx, &file, layout, stdin, &tx).err() } else { None };
+            let err = if wanted { produce(idx, &file, layout, stdin, &tx, &recycle_rx).err() } else { None };
             if tx.send(Msg::End(idx, err)).is_err() {
+                return;
+            }
+        }
+    });
+    // The parallel stage runs on its own thread so that records of the next batch are
+    // mapped while this thread applies and writes the previous one.
+    let (done_tx, done_rx) = bounded::<Done>(2);
+    let canonical = opts.canonical;
+    let stage = std::thread::spawn(move || {
+        for msg in rx {
+            let out = match msg {
+                Msg::Batch(idx, batch) => {
+                    let Some((Some(reader), file)) = stage_jobs.get(idx) else { continue };
+                    let processed: Vec<Processed> = batch
+                        .records
+                        .par_iter()
+                        .map(|r| process(*reader, batch.bytes(r), r, file, canonical))
+                        .collect();
+                    Done::Batch(idx, batch, processed)
+                }
+                Msg::End(idx, err) => Done::End(idx, err),
+            };
+            if done_tx.send(out).is_err() {
                 return;
             }
         }
     });
 
     let mut states: HashMap<usize, FileState> = HashMap::new();
-    for msg in rx {
+    for msg in done_rx {
         match msg {
-            Msg::Batch(idx, records) => {
+            Done::Batch(idx, mut batch, processed) => {
                 let plan = &mut plans[idx];
-                let Some(reader) = plan.reader else { continue };
-                let file = &plan.file;
-                let processed: Vec<Processed> =
-                    records.par_iter().map(|r| process(reader, r, file, opts.canonical)).collect();
                 let state = states.entry(idx).or_default();
-                for (rec, p) in records.iter().zip(processed) {
+                for (rec, p) in batch.records.iter().zip(processed) {
                     apply(plan, state, rec, p, sink);
                     if sink.should_stop() {
                         break;
                     }
                 }
+                batch.buf.clear();
+                batch.records.clear();
+                let _ = recycle_tx.try_send(batch);
                 if sink.should_stop() {
                     sink.file_done(&plan.report);
                     break;
                 }
             }
-            Msg::End(idx, err) => {
+            Done::End(idx, err) => {
                 let plan = &mut plans[idx];
                 states.remove(&idx);
                 if let Some(e) = err {
@@ -129,6 +174,7 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
             }
         }
     }
+    let _ = stage.join();
     let _ = producer.join();
     Ok(plans.into_iter().map(|p| p.report).collect())
 }
@@ -246,28 +292,34 @@ fn produce(
     layout: Layout,
     stdin: Option<Box<dyn BufRead + Send>>,
     tx: &crossbeam_channel::Sender<Msg>,
+    recycled: &crossbeam_channel::Receiver<Batch>,
 ) -> Result<(), String> {
     let mut reader = match stdin {
         Some(r) => r,
         None => input::open(file).map_err(|e| e.to_string())?,
     };
+    let fresh = || {
+        recycled
+            .try_recv()
+            .unwrap_or_else(|_| Batch { buf: Vec::with_capacity(BATCH_BYTES + (1 << 20)), records: Vec::new() })
+    };
     if layout == Layout::Document {
-        let mut bytes = Vec::new();
-        reader.read_to_end(&mut bytes).map_err(|e| format!("{}: read failed: {}", file.display, e))?;
-        let rec = OwnedRecord { bytes, line: None, document_index: Some(0) };
-        let _ = tx.send(Msg::Batch(idx, vec![rec]));
+        let mut batch = fresh();
+        reader.read_to_end(&mut batch.buf).map_err(|e| format!("{}: read failed: {}", file.display, e))?;
+        batch.records.push(OwnedRecord { range: 0..batch.buf.len(), line: None, document_index: Some(0) });
+        let _ = tx.send(Msg::Batch(idx, batch));
         return Ok(());
     }
-    let mut batch = Vec::new();
-    let mut batch_bytes = 0usize;
+    let mut batch = fresh();
     let mut line_no = 0u64;
     loop {
-        let mut buf = Vec::new();
-        let n = match reader.read_until(b'\n', &mut buf) {
+        let start = batch.buf.len();
+        let n = match reader.read_until(b'\n', &mut batch.buf) {
             Ok(n) => n,
             Err(e) => {
                 // Records read before the failure still count.
-                if !batch.is_empty() {
+                batch.buf.truncate(start);
+                if !batch.records.is_empty() {
                     let _ = tx.send(Msg::Batch(idx, batch));
                 }
                 return Err(format!("{}:{}: read failed after line {}: {}", file.display, line_no + 1, line_no, e));
@@ -277,22 +329,22 @@ fn produce(
             break;
         }
         line_no += 1;
-        while matches!(buf.last(), Some(b'\n' | b'\r')) {
-            buf.pop();
+        while batch.buf.len() > start && matches!(batch.buf.last(), Some(b'\n' | b'\r')) {
+            batch.buf.pop();
         }
-        if buf.iter().all(|b| b.is_ascii_whitespace()) {
+        if batch.buf[start..].iter().all(|b| b.is_ascii_whitespace()) {
+            batch.buf.truncate(start);
             continue;
         }
-        batch_bytes += buf.len();
-        batch.push(OwnedRecord { bytes: buf, line: Some(line_no), document_index: None });
-        if batch.len() >= BATCH_RECORDS || batch_bytes >= BATCH_BYTES {
-            if tx.send(Msg::Batch(idx, std::mem::take(&mut batch))).is_err() {
-                return Ok(());
-            }
-            batch_bytes = 0;
+        let end = batch.buf.len();
+        batch.records.push(OwnedRecord { range: start..end, line: Some(line_no), document_index: None });
+        if (batch.records.len() >= BATCH_RECORDS || batch.buf.len() >= BATCH_BYTES)
+            && tx.send(Msg::Batch(idx, std::mem::replace(&mut batch, fresh()))).is_err()
+        {
+            return Ok(());
         }
     }
-    if !batch.is_empty() {
+    if !batch.records.is_empty() {
         let _ = tx.send(Msg::Batch(idx, batch));
     }
     Ok(())
@@ -310,14 +362,14 @@ struct Accepted {
     canonical: Option<Vec<u8>>,
 }
 
-fn process(reader: &dyn Reader, rec: &OwnedRecord, file: &InputFile, canonical: bool) -> Processed {
-    let sha: [u8; 32] = Sha256::digest(&rec.bytes).into();
+fn process(reader: &dyn Reader, bytes: &[u8], rec: &OwnedRecord, file: &InputFile, canonical: bool) -> Processed {
+    let sha: [u8; 32] = Sha256::digest(bytes).into();
     let sha_hex = trajkit_model::canonical::hex(&sha);
-    let raw = RawRecord { bytes: &rec.bytes, sha256: &sha_hex, line: rec.line, document_index: rec.document_index };
+    let raw = RawRecord { bytes, sha256: &sha_hex, line: rec.line, document_index: rec.document_index };
     let outcome = match reader.read_record(&raw, file) {
         RecordResult::Rejected(problems) => Err(problems),
         RecordResult::Accepted { mut trajectory, rollout_key, .. } => {
-            match seal_and_serialize(&mut trajectory, canonical) {
+            match seal_and_serialize(&mut trajectory, canonical, bytes.len()) {
                 Ok(bytes) => Ok(Accepted { trajectory, rollout_key, canonical: bytes }),
                 Err(e) => {
                     Err(vec![Problem::new(Reason::SchemaViolation, "$", format!("cannot serialize record: {e}"))])
@@ -328,13 +380,18 @@ fn process(reader: &dyn Reader, rec: &OwnedRecord, file: &InputFile, canonical: 
     Processed { sha, outcome }
 }
 
-fn seal_and_serialize(t: &mut Trajectory, canonical: bool) -> Result<Option<Vec<u8>>, serde_json::Error> {
-    trajkit_model::seal(t)?;
+fn seal_and_serialize(
+    t: &mut Trajectory,
+    canonical: bool,
+    source_len: usize,
+) -> Result<Option<Vec<u8>>, serde_json::Error> {
     if !canonical {
+        trajkit_model::seal(t)?;
         return Ok(None);
     }
-    let mut out = Vec::with_capacity(4096);
-    trajkit_model::canonical::write_canonical(t, &mut out)?;
+    // The canonical form is about as long as the source: size the buffer once.
+    let mut out = Vec::with_capacity(source_len + source_len / 4 + 1024);
+    trajkit_model::canonical::write_sealed(t, &mut out)?;
     out.push(b'\n');
     Ok(Some(out))
 }

@@ -142,3 +142,10 @@ pub fn utf8_problem(bytes: &[u8]) -> Option<Problem> {
         .err()
         .map(|e| Problem::new(Reason::InvalidUtf8, "$", format!("invalid UTF-8 at byte offset {}", e.valid_up_to())))
 }
+
+/// Parses a record. UTF-8 is checked only when parsing fails (serde_json validates
+/// strings itself), so the common path pays for one pass, and a bad byte is still
+/// reported as `invalid_utf8` with its offset.
+pub fn parse_record(bytes: &[u8]) -> Result<serde_json::Value, Problem> {
+    serde_json::from_slice(bytes).map_err(|e| utf8_problem(bytes).unwrap_or_else(|| json_problem(&e)))
+}

@@ -34,18 +34,19 @@ pub fn to_canonical_string(record: &Trajectory) -> Result<String, serde_json::Er
     serde_json::to_string(record)
 }
 
-/// Identity fields taken out of a record while its content is hashed.
+/// Identity fields of nested subagents, blanked while their parent's content is hashed.
 struct Identity {
     id: String,
     provenance: Provenance,
+    digest: String,
     children: Vec<Identity>,
 }
 
 fn take_identity(t: &mut Trajectory) -> Identity {
-    t.content_digest.clear();
     Identity {
         id: std::mem::take(&mut t.id),
         provenance: std::mem::take(&mut t.provenance),
+        digest: std::mem::take(&mut t.content_digest),
         children: t.subagents.iter_mut().map(|s| take_identity(&mut s.trajectory)).collect(),
     }
 }
@@ -53,27 +54,106 @@ fn take_identity(t: &mut Trajectory) -> Identity {
 fn restore_identity(t: &mut Trajectory, saved: Identity) {
     t.id = saved.id;
     t.provenance = saved.provenance;
+    t.content_digest = saved.digest;
     for (s, child) in t.subagents.iter_mut().zip(saved.children) {
         restore_identity(&mut s.trajectory, child);
     }
 }
 
-/// SHA-256 of the canonical JSON of the record without `id`, `provenance` and
-/// `content_digest` (recursively): two records with the same content share it.
-pub fn content_digest(t: &mut Trajectory) -> Result<String, serde_json::Error> {
-    let mut child_digests = Vec::with_capacity(t.subagents.len());
+/// Byte ranges of the identity fields (`,"key":value`) in a written record, and where
+/// the digest's 64 hex digits go.
+struct Layout {
+    identity: [std::ops::Range<usize>; 3],
+    digest_at: usize,
+}
+
+const DIGEST_PLACEHOLDER: &[u8; 64] = &[b'0'; 64];
+
+/// Writes the canonical JSON of `t` (digest as a placeholder) field by field, exactly as
+/// serde would, remembering where the identity fields are.
+fn write_fields(t: &Trajectory, out: &mut Vec<u8>) -> Result<Layout, serde_json::Error> {
+    fn field<T: serde::Serialize>(
+        out: &mut Vec<u8>,
+        key: &str,
+        v: &T,
+    ) -> Result<std::ops::Range<usize>, serde_json::Error> {
+        let start = out.len();
+        out.push(b',');
+        out.push(b'"');
+        out.extend_from_slice(key.as_bytes());
+        out.extend_from_slice(b"\":");
+        serde_json::to_writer(&mut *out, v)?;
+        Ok(start..out.len())
+    }
+    out.extend_from_slice(b"{\"agent\":");
+    serde_json::to_writer(&mut *out, &t.agent)?;
+    let digest_start = out.len();
+    out.extend_from_slice(b",\"content_digest\":\"");
+    let digest_at = out.len();
+    out.extend_from_slice(DIGEST_PLACEHOLDER);
+    out.push(b'"');
+    let digest_range = digest_start..out.len();
+    if !t.extra.is_empty() {
+        field(out, "extra", &t.extra)?;
+    }
+    if !t.gaps.is_empty() {
+        field(out, "gaps", &t.gaps)?;
+    }
+    let id = field(out, "id", &t.id)?;
+    if let Some(m) = &t.metrics {
+        field(out, "metrics", m)?;
+    }
+    field(out, "outcome", &t.outcome)?;
+    let provenance = field(out, "provenance", &t.provenance)?;
+    field(out, "schema_version", &t.schema_version)?;
+    if let Some(s) = &t.session_id {
+        field(out, "session_id", s)?;
+    }
+    field(out, "steps", &t.steps)?;
+    if !t.subagents.is_empty() {
+        field(out, "subagents", &t.subagents)?;
+    }
+    field(out, "task", &t.task)?;
+    if let Some(tools) = &t.tools {
+        field(out, "tools", tools)?;
+    }
+    out.push(b'}');
+    Ok(Layout { identity: [digest_range, id, provenance], digest_at })
+}
+
+/// SHA-256 of `bytes[start..]` without the identity ranges.
+fn hash_without(bytes: &[u8], start: usize, layout: &Layout) -> String {
+    let mut h = Sha256::new();
+    let mut pos = start;
+    for r in &layout.identity {
+        h.update(&bytes[pos..r.start]);
+        pos = r.end;
+    }
+    h.update(&bytes[pos..]);
+    hex(&h.finalize())
+}
+
+/// Seals nested subagents and returns the parent's digest, hashing children with their
+/// identity blanked so that where a subagent was read from never changes the digest.
+fn digest_with_children(t: &mut Trajectory, scratch: &mut Vec<u8>) -> Result<String, serde_json::Error> {
     for s in t.subagents.iter_mut() {
-        child_digests.push(content_digest(&mut s.trajectory)?);
+        seal(&mut s.trajectory)?;
     }
-    let saved = take_identity(t);
-    let mut hasher = HashWriter(Sha256::new());
-    let result = serde_json::to_writer(&mut hasher, &*t);
-    restore_identity(t, saved);
-    for (s, d) in t.subagents.iter_mut().zip(child_digests) {
-        s.trajectory.content_digest = d;
+    let saved: Vec<Identity> = t.subagents.iter_mut().map(|s| take_identity(&mut s.trajectory)).collect();
+    scratch.clear();
+    let result = write_fields(t, scratch);
+    for (s, child) in t.subagents.iter_mut().zip(saved) {
+        restore_identity(&mut s.trajectory, child);
     }
-    result?;
-    Ok(hex(&hasher.0.finalize()))
+    let layout = result?;
+    Ok(hash_without(scratch, 0, &layout))
+}
+
+/// SHA-256 of the canonical JSON of the record without its `content_digest`, `id` and
+/// `provenance` keys (nested subagents hashed with those blanked): equal content, equal digest.
+pub fn content_digest(t: &mut Trajectory) -> Result<String, serde_json::Error> {
+    let mut scratch = Vec::new();
+    digest_with_children(t, &mut scratch)
 }
 
 /// Fills `content_digest` on the record and all of its subagents.
@@ -82,16 +162,19 @@ pub fn seal(t: &mut Trajectory) -> Result<(), serde_json::Error> {
     Ok(())
 }
 
-struct HashWriter(Sha256);
-
-impl std::io::Write for HashWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.update(buf);
-        Ok(buf.len())
+/// Seals the record and appends its canonical JSON to `out` in one serialization pass
+/// (the hot path of `convert`): the digest is hashed from the written bytes.
+pub fn write_sealed(t: &mut Trajectory, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+    if !t.subagents.is_empty() {
+        seal(t)?;
+        return write_canonical(t, out);
     }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+    let start = out.len();
+    let layout = write_fields(t, out)?;
+    let digest = hash_without(out, start, &layout);
+    out[layout.digest_at..layout.digest_at + 64].copy_from_slice(digest.as_bytes());
+    t.content_digest = digest;
+    Ok(())
 }
 
 /// Collapses runs of whitespace to one space and trims: the normal form of an

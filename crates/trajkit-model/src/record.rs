@@ -14,8 +14,9 @@ use serde_json::Value;
 /// Version of the record's own schema. Bump on any change a reader of old outputs can see.
 pub const SCHEMA_VERSION: &str = "trajkit.trajectory/1";
 
-/// Unmapped source fields, kept verbatim under their source names.
-pub type Extra = BTreeMap<String, Value>;
+/// Unmapped source fields, kept verbatim under their source names (a sorted map:
+/// serde_json is built without `preserve_order`).
+pub type Extra = serde_json::Map<String, Value>;
 
 fn is_false(b: &bool) -> bool {
     !*b
@@ -32,7 +33,7 @@ pub struct Trajectory {
     #[serde(default)]
     pub content_digest: String,
     /// Unmapped top-level source fields, under their source names.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
     /// Irregularities that did not make the record invalid.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -176,7 +177,7 @@ pub struct Step {
     #[serde(default, skip_serializing_if = "is_false")]
     pub copied_context: bool,
     /// Unmapped step fields, under their source names.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
     /// Per-step usage as the source states it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -240,7 +241,7 @@ pub struct ToolCall {
     #[serde(default, skip_serializing_if = "is_false")]
     pub arguments_invalid: bool,
     /// Unmapped call fields, under their source names.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
     /// Call id that results refer to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -262,7 +263,7 @@ pub struct ToolResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<Value>,
     /// Unmapped result fields, under their source names.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
     /// Ids of the subagent records this result refers to (see `Trajectory::subagents`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -282,7 +283,7 @@ pub struct Metrics {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
     /// Other usage figures (token ids, logprobs, provider extras), under source names.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
     /// All input tokens, cached included.
     #[serde(default, skip_serializing_if = "Option::is_none")]

