@@ -1,16 +1,1648 @@
-//! placeholder
-use crate::input::InputFile;
-use crate::reader::*;
-/// Reader.
+//! ATIF (Agent Trajectory Interchange Format, Harbor) v1.0 – v1.7.
+//!
+//! A record is one trajectory document: a whole `.json` file, or one line of a `.jsonl`
+//! file. Every record is first validated against the spec's models and validators (all
+//! problems are collected, each naming its JSON path), then mapped to the canonical
+//! record. Subagent trajectories (embedded or referenced by `trajectory_path`) and
+//! continuation segments (`continued_trajectory_ref`) are read into the same record.
+//! See `docs/formats/atif.md` for the rules.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+use trajkit_model::canonical::{instruction_task_key, sha256_hex};
+use trajkit_model::{
+    Agent, Extra, Gap, GapKind, Metrics, Outcome, Provenance, Role, Step, Subagent, Task, TaskKeySource, ToolCall,
+    ToolResult, Trajectory,
+};
+
+use crate::input::{self, InputFile};
+use crate::json;
+use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult, PEEK_BYTES};
+use crate::rejection::{json_problem, parse_record, utf8_problem, Problem, Reason};
+
+/// The `schema_version` values the spec defines.
+pub const SCHEMA_VERSIONS: [&str; 8] =
+    ["ATIF-v1.0", "ATIF-v1.1", "ATIF-v1.2", "ATIF-v1.3", "ATIF-v1.4", "ATIF-v1.5", "ATIF-v1.6", "ATIF-v1.7"];
+
+/// How many referenced files deep (subagent of subagent of ...) the reader follows.
+const MAX_FILE_DEPTH: usize = 16;
+
+const TRAJECTORY_KEYS: &[&str] = &[
+    "schema_version",
+    "session_id",
+    "trajectory_id",
+    "agent",
+    "steps",
+    "notes",
+    "final_metrics",
+    "continued_trajectory_ref",
+    "extra",
+    "subagent_trajectories",
+];
+const AGENT_KEYS: &[&str] = &["name", "version", "model_name", "tool_definitions", "extra"];
+const STEP_KEYS: &[&str] = &[
+    "step_id",
+    "timestamp",
+    "source",
+    "model_name",
+    "reasoning_effort",
+    "message",
+    "reasoning_content",
+    "tool_calls",
+    "observation",
+    "metrics",
+    "is_copied_context",
+    "llm_call_count",
+    "extra",
+];
+const AGENT_ONLY: &[&str] = &["model_name", "reasoning_effort", "reasoning_content", "tool_calls", "metrics"];
+const TOOL_CALL_KEYS: &[&str] = &["tool_call_id", "function_name", "arguments", "extra"];
+const OBSERVATION_KEYS: &[&str] = &["results"];
+const RESULT_KEYS: &[&str] = &["source_call_id", "content", "subagent_trajectory_ref", "extra"];
+const REF_KEYS: &[&str] = &["trajectory_id", "session_id", "trajectory_path", "extra"];
+const METRICS_KEYS: &[&str] = &[
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_tokens",
+    "cost_usd",
+    "prompt_token_ids",
+    "completion_token_ids",
+    "logprobs",
+    "extra",
+];
+const FINAL_METRICS_KEYS: &[&str] = &[
+    "total_prompt_tokens",
+    "total_completion_tokens",
+    "total_cached_tokens",
+    "total_cost_usd",
+    "total_steps",
+    "extra",
+];
+const CONTENT_PART_KEYS: &[&str] = &["type", "text", "source"];
+const IMAGE_SOURCE_KEYS: &[&str] = &["media_type", "path"];
+const MEDIA_TYPES: &[&str] = &["image/jpeg", "image/png", "image/gif", "image/webp"];
+
+/// Reader for ATIF trajectories.
 pub struct AtifReader;
+
 impl Reader for AtifReader {
     fn name(&self) -> &'static str {
         "atif"
     }
-    fn detect(&self, _peek: &Peek) -> Option<Detection> {
-        None
+
+    fn detect(&self, peek: &Peek) -> Option<Detection> {
+        if let Some(Value::Object(m)) = peek.first_line {
+            let layout =
+                if peek.multi_line_records || peek.name.ends_with(".jsonl") { Layout::Lines } else { Layout::Document };
+            return classify(m, layout);
+        }
+        let start = peek.bytes.iter().position(|b| !b.is_ascii_whitespace())?;
+        if peek.bytes.get(start) != Some(&b'{') {
+            return None;
+        }
+        match serde_json::from_slice::<Value>(peek.bytes) {
+            Ok(Value::Object(m)) => classify(&m, Layout::Document),
+            Ok(_) => None,
+            Err(_) => {
+                // A document larger than the peek, or broken JSON: look at its bytes. A
+                // broken document that looks like ATIF is claimed so that its record is
+                // rejected with the parse error rather than left unrecognised.
+                let large = peek.bytes.len() >= PEEK_BYTES;
+                let keys = peek.contains("\"steps\"") && peek.contains("\"agent\"");
+                if keys && has_atif_version(peek.bytes) {
+                    Some(Detection {
+                        confidence: if large { 85 } else { 60 },
+                        reason: if large {
+                            "JSON object with an ATIF-v schema_version, agent and steps".into()
+                        } else {
+                            "ATIF-v schema_version, agent and steps, but not valid JSON".into()
+                        },
+                        layout: Layout::Document,
+                    })
+                } else if keys {
+                    Some(closest_guess(Layout::Document))
+                } else {
+                    None
+                }
+            }
+        }
     }
-    fn read_record(&self, _raw: &RawRecord, _file: &InputFile) -> RecordResult {
-        RecordResult::Rejected(vec![])
+
+    fn referenced_files(&self, file: &InputFile, layout: Layout) -> Vec<PathBuf> {
+        let Ok(bytes) = input::read_all(file) else {
+            return Vec::new();
+        };
+        if !contains(&bytes, b"trajectory_path") && !contains(&bytes, b"continued_trajectory_ref") {
+            return Vec::new();
+        }
+        let dir = file_dir(file);
+        let me = file.fs_path.canonicalize().unwrap_or_else(|_| file.fs_path.clone());
+        let mut walk =
+            RefWalk { root: &file.root, seen: HashSet::from([me.clone()]), out: Vec::new(), edges: Vec::new() };
+        let docs: Vec<&[u8]> = match layout {
+            Layout::Document => vec![&bytes[..]],
+            Layout::Lines => bytes.split(|&b| b == b'\n').collect(),
+        };
+        for doc in docs {
+            if !contains(doc, b"trajectory_path") && !contains(doc, b"continued_trajectory_ref") {
+                continue;
+            }
+            if let Ok(v) = serde_json::from_slice::<Value>(doc) {
+                walk.document(&v, &me, &dir, None, 0);
+            }
+        }
+        // Files that reference each other in a cycle: only the first of the cycle (by
+        // path) claims the others, so that exactly one of them is read as the head.
+        let cycle = walk.reaching(&me);
+        if cycle.iter().any(|other| *other < me) {
+            return Vec::new();
+        }
+        walk.out
+    }
+
+    fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
+        let value = match parse_record(raw.bytes) {
+            Ok(v) => v,
+            Err(p) => return RecordResult::Rejected(vec![p]),
+        };
+        let Value::Object(map) = value else {
+            return RecordResult::Rejected(vec![Problem::new(
+                Reason::SchemaViolation,
+                "$",
+                format!("an ATIF trajectory must be a JSON object, got {}", type_name(&value)),
+            )]);
+        };
+        let dir = file_dir(file);
+        let mut v = Validator { root: &file.root, dir: &dir, problems: Vec::new() };
+        v.trajectory(&map, "$", false);
+        if !v.problems.is_empty() {
+            return RecordResult::Rejected(v.problems);
+        }
+        let display_dir = Path::new(&file.display).parent().map(Path::to_path_buf).unwrap_or_default();
+        let mut loader = Loader { root: &file.root, stack: Vec::new(), consumed: Vec::new() };
+        if !file.is_stdin() {
+            if let Ok(me) = file.fs_path.canonicalize() {
+                loader.stack.push(me);
+            }
+        }
+        let src = DocSource {
+            display: file.display.clone(),
+            display_dir,
+            dir,
+            sha: raw.sha256.to_string(),
+            line: raw.line,
+            document_index: raw.document_index,
+            file: None,
+            version: None,
+        };
+        let trajectory = loader.build(map, src, None, 0);
+        RecordResult::Accepted { trajectory: Box::new(trajectory), rollout_key: None, consumed: loader.consumed }
+    }
+}
+
+fn classify(m: &Map<String, Value>, layout: Layout) -> Option<Detection> {
+    let has_body = m.contains_key("agent") && m.contains_key("steps");
+    let version = m.get("schema_version").and_then(Value::as_str);
+    match version {
+        Some(v) if has_body && v.starts_with("ATIF-v") => Some(Detection {
+            confidence: 90,
+            reason: format!("JSON object with schema_version {v}, agent and steps"),
+            layout,
+        }),
+        _ if has_body => Some(closest_guess(layout)),
+        _ => None,
+    }
+}
+
+fn closest_guess(layout: Layout) -> Detection {
+    Detection { confidence: 30, reason: "JSON object with agent and steps but no ATIF-v schema_version".into(), layout }
+}
+
+/// True when the bytes hold `"schema_version"` followed by `: "ATIF-v`.
+fn has_atif_version(bytes: &[u8]) -> bool {
+    let key = b"\"schema_version\"";
+    let mut from = 0;
+    while let Some(pos) = find(&bytes[from..], key) {
+        let mut i = from + pos + key.len();
+        let skip_ws = |i: &mut usize| {
+            while bytes.get(*i).is_some_and(|b| b.is_ascii_whitespace()) {
+                *i += 1;
+            }
+        };
+        skip_ws(&mut i);
+        if bytes.get(i) == Some(&b':') {
+            i += 1;
+            skip_ws(&mut i);
+            if bytes.get(i..).is_some_and(|r| r.starts_with(b"\"ATIF-v")) {
+                return true;
+            }
+        }
+        from = from + pos + 1;
+    }
+    false
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() {
+        return None;
+    }
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    find(hay, needle).is_some()
+}
+
+/// Directory of the file on disk (the current directory for standard input).
+fn file_dir(file: &InputFile) -> PathBuf {
+    if file.is_stdin() {
+        return file.root.clone();
+    }
+    match file.fs_path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn as_int(v: &Value) -> Option<i128> {
+    v.as_i64().map(i128::from).or_else(|| v.as_u64().map(i128::from))
+}
+
+fn field(path: &str, key: &str) -> String {
+    format!("{path}.{key}")
+}
+
+// ---------------------------------------------------------------------------------
+// Validation
+// ---------------------------------------------------------------------------------
+
+/// Collects every problem of one trajectory document (embedded subagents included).
+struct Validator<'a> {
+    root: &'a Path,
+    /// Directory that relative paths in the document are resolved against.
+    dir: &'a Path,
+    problems: Vec<Problem>,
+}
+
+impl Validator<'_> {
+    fn push(&mut self, reason: Reason, path: String, message: String) {
+        self.problems.push(Problem::new(reason, path, message));
+    }
+
+    fn unknown_keys(&mut self, m: &Map<String, Value>, allowed: &[&str], path: &str, what: &str) {
+        for k in m.keys() {
+            if !allowed.contains(&k.as_str()) {
+                self.push(
+                    Reason::UnknownField,
+                    field(path, k),
+                    format!("unknown field '{k}' in {what} (ATIF allows extra keys only inside `extra`)"),
+                );
+            }
+        }
+    }
+
+    fn wrong_type(&mut self, path: String, expected: &str, got: &Value) {
+        let msg = format!("expected {expected}, got {}", type_name(got));
+        self.push(Reason::SchemaViolation, path, msg);
+    }
+
+    fn missing(&mut self, path: String) {
+        self.push(Reason::SchemaViolation, path, "required field is missing".into());
+    }
+
+    /// An optional string (null allowed); returns it when present.
+    fn opt_str<'v>(&mut self, m: &'v Map<String, Value>, key: &str, path: &str) -> Option<&'v str> {
+        match m.get(key) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s),
+            Some(other) => {
+                self.wrong_type(field(path, key), "a string", other);
+                None
+            }
+        }
+    }
+
+    fn req_str<'v>(&mut self, m: &'v Map<String, Value>, key: &str, path: &str) -> Option<&'v str> {
+        match m.get(key) {
+            None => {
+                self.missing(field(path, key));
+                None
+            }
+            Some(Value::String(s)) => Some(s),
+            Some(other) => {
+                self.wrong_type(field(path, key), "a string", other);
+                None
+            }
+        }
+    }
+
+    fn opt_int(&mut self, m: &Map<String, Value>, key: &str, path: &str) -> Option<i128> {
+        match m.get(key) {
+            None | Some(Value::Null) => None,
+            Some(v) => match as_int(v) {
+                Some(i) => Some(i),
+                None => {
+                    self.wrong_type(field(path, key), "an integer", v);
+                    None
+                }
+            },
+        }
+    }
+
+    fn opt_number(&mut self, m: &Map<String, Value>, key: &str, path: &str) {
+        match m.get(key) {
+            None | Some(Value::Null) | Some(Value::Number(_)) => {}
+            Some(other) => self.wrong_type(field(path, key), "a number", other),
+        }
+    }
+
+    fn opt_bool(&mut self, m: &Map<String, Value>, key: &str, path: &str) {
+        match m.get(key) {
+            None | Some(Value::Null) | Some(Value::Bool(_)) => {}
+            Some(other) => self.wrong_type(field(path, key), "a boolean", other),
+        }
+    }
+
+    fn opt_object(&mut self, m: &Map<String, Value>, key: &str, path: &str) {
+        match m.get(key) {
+            None | Some(Value::Null) | Some(Value::Object(_)) => {}
+            Some(other) => self.wrong_type(field(path, key), "an object", other),
+        }
+    }
+
+    fn opt_array<'v>(&mut self, m: &'v Map<String, Value>, key: &str, path: &str) -> Option<&'v Vec<Value>> {
+        match m.get(key) {
+            None | Some(Value::Null) => None,
+            Some(Value::Array(a)) => Some(a),
+            Some(other) => {
+                self.wrong_type(field(path, key), "an array", other);
+                None
+            }
+        }
+    }
+
+    fn escape_check(&mut self, reference: &str, path: String) {
+        if let Err(e) = input::resolve_inside(self.root, self.dir, reference) {
+            self.push(Reason::PathEscapesRoot, path, e.to_string());
+        }
+    }
+
+    fn trajectory(&mut self, m: &Map<String, Value>, path: &str, embedded: bool) {
+        self.unknown_keys(m, TRAJECTORY_KEYS, path, "trajectory");
+        match m.get("schema_version") {
+            None if embedded => {}
+            None => self.push(
+                Reason::SchemaViolation,
+                field(path, "schema_version"),
+                "required field is missing (one of ATIF-v1.0 .. ATIF-v1.7)".into(),
+            ),
+            Some(Value::String(s)) => {
+                if !SCHEMA_VERSIONS.contains(&s.as_str()) {
+                    self.push(
+                        Reason::InvalidValue,
+                        field(path, "schema_version"),
+                        format!("unknown schema_version '{s}' (expected ATIF-v1.0 .. ATIF-v1.7)"),
+                    );
+                }
+            }
+            Some(other) => self.wrong_type(field(path, "schema_version"), "a schema_version string", other),
+        }
+        self.opt_str(m, "session_id", path);
+        self.opt_str(m, "trajectory_id", path);
+        self.opt_str(m, "notes", path);
+        if let Some(r) = self.opt_str(m, "continued_trajectory_ref", path) {
+            self.escape_check(r, field(path, "continued_trajectory_ref"));
+        }
+        self.opt_object(m, "extra", path);
+        match m.get("agent") {
+            None => self.missing(field(path, "agent")),
+            Some(Value::Object(a)) => self.agent(a, &field(path, "agent")),
+            Some(other) => self.wrong_type(field(path, "agent"), "an object", other),
+        }
+        match m.get("steps") {
+            None => self.missing(field(path, "steps")),
+            Some(Value::Array(steps)) => self.steps(steps, &field(path, "steps")),
+            Some(other) => self.wrong_type(field(path, "steps"), "an array", other),
+        }
+        match m.get("final_metrics") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(fm)) => self.final_metrics(fm, &field(path, "final_metrics")),
+            Some(other) => self.wrong_type(field(path, "final_metrics"), "an object", other),
+        }
+        if let Some(subs) = self.opt_array(m, "subagent_trajectories", path) {
+            let base = field(path, "subagent_trajectories");
+            let mut ids: HashSet<&str> = HashSet::new();
+            for (i, s) in subs.iter().enumerate() {
+                let p = json::idx(&base, i);
+                let Value::Object(sm) = s else {
+                    self.wrong_type(p, "a trajectory object", s);
+                    continue;
+                };
+                self.trajectory(sm, &p, true);
+                match sm.get("trajectory_id") {
+                    Some(Value::String(id)) => {
+                        if !ids.insert(id) {
+                            self.push(
+                                Reason::InvalidSubagentId,
+                                field(&p, "trajectory_id"),
+                                format!("trajectory_id '{id}' is not unique within subagent_trajectories"),
+                            );
+                        }
+                    }
+                    None | Some(Value::Null) => self.push(
+                        Reason::InvalidSubagentId,
+                        field(&p, "trajectory_id"),
+                        "trajectory_id is required for embedded subagents".into(),
+                    ),
+                    Some(_) => {} // wrong type already reported
+                }
+            }
+        }
+    }
+
+    fn agent(&mut self, a: &Map<String, Value>, path: &str) {
+        self.unknown_keys(a, AGENT_KEYS, path, "agent");
+        self.req_str(a, "name", path);
+        self.req_str(a, "version", path);
+        self.opt_str(a, "model_name", path);
+        self.opt_object(a, "extra", path);
+        if let Some(tools) = self.opt_array(a, "tool_definitions", path) {
+            let base = field(path, "tool_definitions");
+            for (i, t) in tools.iter().enumerate() {
+                if !t.is_object() {
+                    self.wrong_type(json::idx(&base, i), "an object", t);
+                }
+            }
+        }
+    }
+
+    fn steps(&mut self, steps: &[Value], path: &str) {
+        if steps.is_empty() {
+            self.push(Reason::SchemaViolation, path.to_string(), "a trajectory needs at least one step".into());
+            return;
+        }
+        let mut first_bad: Option<(usize, i128)> = None;
+        let mut bad = 0usize;
+        for (i, s) in steps.iter().enumerate() {
+            let p = json::idx(path, i);
+            let Value::Object(sm) = s else {
+                self.wrong_type(p, "a step object", s);
+                continue;
+            };
+            if let Some(id) = self.step(sm, &p) {
+                if id != i as i128 + 1 {
+                    bad += 1;
+                    first_bad.get_or_insert((i, id));
+                }
+            }
+        }
+        if let Some((i, id)) = first_bad {
+            self.push(
+                Reason::NonSequentialStepId,
+                field(&json::idx(path, i), "step_id"),
+                format!(
+                    "expected step_id {} (sequential from 1), got {id}; {bad} of {} steps out of sequence",
+                    i + 1,
+                    steps.len()
+                ),
+            );
+        }
+    }
+
+    /// Validates a step; returns its step_id when it is a valid integer.
+    fn step(&mut self, m: &Map<String, Value>, path: &str) -> Option<i128> {
+        self.unknown_keys(m, STEP_KEYS, path, "step");
+        let step_id = match m.get("step_id") {
+            None => {
+                self.missing(field(path, "step_id"));
+                None
+            }
+            Some(v) => match as_int(v) {
+                Some(i) if i >= 1 => Some(i),
+                Some(i) => {
+                    self.push(Reason::InvalidValue, field(path, "step_id"), format!("step_id must be >= 1, got {i}"));
+                    None
+                }
+                None => {
+                    self.wrong_type(field(path, "step_id"), "an integer", v);
+                    None
+                }
+            },
+        };
+        if let Some(ts) = self.opt_str(m, "timestamp", path) {
+            if !valid_timestamp(ts) {
+                self.push(
+                    Reason::InvalidTimestamp,
+                    field(path, "timestamp"),
+                    format!("'{ts}' is not an ISO 8601 date or date-time"),
+                );
+            }
+        }
+        let source = match self.req_str(m, "source", path) {
+            Some(s @ ("system" | "user" | "agent")) => Some(s),
+            Some(s) => {
+                self.push(
+                    Reason::InvalidValue,
+                    field(path, "source"),
+                    format!("source must be 'system', 'user' or 'agent', got '{s}'"),
+                );
+                None
+            }
+            None => None,
+        };
+        self.opt_str(m, "model_name", path);
+        match m.get("reasoning_effort") {
+            None | Some(Value::Null | Value::String(_) | Value::Number(_)) => {}
+            Some(other) => self.wrong_type(field(path, "reasoning_effort"), "a string or number", other),
+        }
+        self.opt_str(m, "reasoning_content", path);
+        match m.get("message") {
+            None => self.missing(field(path, "message")),
+            Some(v) => self.content(v, &field(path, "message")),
+        }
+        let mut call_ids: HashSet<&str> = HashSet::new();
+        if let Some(calls) = self.opt_array(m, "tool_calls", path) {
+            let base = field(path, "tool_calls");
+            for (i, c) in calls.iter().enumerate() {
+                let p = json::idx(&base, i);
+                match c {
+                    Value::Object(cm) => {
+                        if let Some(id) = self.tool_call(cm, &p) {
+                            call_ids.insert(id);
+                        }
+                    }
+                    other => self.wrong_type(p, "a tool call object", other),
+                }
+            }
+        }
+        match m.get("observation") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(o)) => self.observation(o, &field(path, "observation"), &call_ids),
+            Some(other) => self.wrong_type(field(path, "observation"), "an object", other),
+        }
+        match m.get("metrics") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(mm)) => self.metrics(mm, &field(path, "metrics")),
+            Some(other) => self.wrong_type(field(path, "metrics"), "an object", other),
+        }
+        self.opt_bool(m, "is_copied_context", path);
+        let llm_calls = self.opt_int(m, "llm_call_count", path);
+        if let Some(n) = llm_calls.filter(|n| *n < 0) {
+            self.push(
+                Reason::InvalidValue,
+                field(path, "llm_call_count"),
+                format!("llm_call_count must be >= 0, got {n}"),
+            );
+        }
+        self.opt_object(m, "extra", path);
+        let present = |k: &str| m.get(k).is_some_and(|v| !v.is_null());
+        if let Some(src) = source.filter(|s| *s != "agent") {
+            for f in AGENT_ONLY {
+                if present(f) {
+                    self.push(
+                        Reason::AgentOnlyField,
+                        field(path, f),
+                        format!("field '{f}' is only allowed when source is 'agent', but source is '{src}'"),
+                    );
+                }
+            }
+        }
+        if source == Some("agent") && llm_calls == Some(0) {
+            for f in ["metrics", "reasoning_content"] {
+                if present(f) {
+                    self.push(
+                        Reason::FieldForbiddenWithoutLlmCall,
+                        field(path, f),
+                        format!(
+                            "field '{f}' must be absent when llm_call_count is 0 (deterministic dispatch on an agent step)"
+                        ),
+                    );
+                }
+            }
+        }
+        step_id
+    }
+
+    /// Validates a tool call; returns its id when valid.
+    fn tool_call<'v>(&mut self, m: &'v Map<String, Value>, path: &str) -> Option<&'v str> {
+        self.unknown_keys(m, TOOL_CALL_KEYS, path, "tool call");
+        let id = self.req_str(m, "tool_call_id", path);
+        self.req_str(m, "function_name", path);
+        match m.get("arguments") {
+            None => self.missing(field(path, "arguments")),
+            Some(Value::Object(_)) => {}
+            Some(other) => self.wrong_type(field(path, "arguments"), "a JSON object", other),
+        }
+        self.opt_object(m, "extra", path);
+        id
+    }
+
+    fn observation(&mut self, o: &Map<String, Value>, path: &str, call_ids: &HashSet<&str>) {
+        self.unknown_keys(o, OBSERVATION_KEYS, path, "observation");
+        let results = match o.get("results") {
+            None => {
+                self.missing(field(path, "results"));
+                return;
+            }
+            Some(Value::Array(r)) => r,
+            Some(other) => {
+                self.wrong_type(field(path, "results"), "an array", other);
+                return;
+            }
+        };
+        let base = field(path, "results");
+        for (i, r) in results.iter().enumerate() {
+            let p = json::idx(&base, i);
+            let Value::Object(rm) = r else {
+                self.wrong_type(p, "an observation result object", r);
+                continue;
+            };
+            self.unknown_keys(rm, RESULT_KEYS, &p, "observation result");
+            if let Some(id) = self.opt_str(rm, "source_call_id", &p) {
+                if !call_ids.contains(id) {
+                    self.push(
+                        Reason::UnknownSourceCallId,
+                        field(&p, "source_call_id"),
+                        format!("source_call_id '{id}' names no tool_call_id of this step"),
+                    );
+                }
+            }
+            match rm.get("content") {
+                None | Some(Value::Null) => {}
+                Some(c) => self.content(c, &field(&p, "content")),
+            }
+            self.opt_object(rm, "extra", &p);
+            if let Some(refs) = self.opt_array(rm, "subagent_trajectory_ref", &p) {
+                let rbase = field(&p, "subagent_trajectory_ref");
+                for (j, r) in refs.iter().enumerate() {
+                    let rp = json::idx(&rbase, j);
+                    match r {
+                        Value::Object(refm) => self.subagent_ref(refm, &rp),
+                        other => self.wrong_type(rp, "a subagent reference object", other),
+                    }
+                }
+            }
+        }
+    }
+
+    fn subagent_ref(&mut self, m: &Map<String, Value>, path: &str) {
+        self.unknown_keys(m, REF_KEYS, path, "subagent reference");
+        self.opt_str(m, "trajectory_id", path);
+        self.opt_str(m, "session_id", path);
+        let p = self.opt_str(m, "trajectory_path", path);
+        self.opt_object(m, "extra", path);
+        let present = |k: &str| m.get(k).is_some_and(|v| !v.is_null());
+        if !present("trajectory_id") && !present("trajectory_path") {
+            self.push(
+                Reason::UnresolvableSubagentRef,
+                path.to_string(),
+                "a subagent reference needs trajectory_id or trajectory_path".into(),
+            );
+        }
+        if let Some(p) = p {
+            self.escape_check(p, field(path, "trajectory_path"));
+        }
+    }
+
+    /// A message / result content: a string or an array of content parts.
+    fn content(&mut self, v: &Value, path: &str) {
+        match v {
+            Value::String(_) => {}
+            Value::Array(parts) => {
+                for (i, part) in parts.iter().enumerate() {
+                    let p = json::idx(path, i);
+                    match part {
+                        Value::Object(pm) => self.content_part(pm, &p),
+                        other => self.wrong_type(p, "a content part object", other),
+                    }
+                }
+            }
+            other => self.wrong_type(path.to_string(), "a string or an array of content parts", other),
+        }
+    }
+
+    fn content_part(&mut self, m: &Map<String, Value>, path: &str) {
+        self.unknown_keys(m, CONTENT_PART_KEYS, path, "content part");
+        let kind = match self.req_str(m, "type", path) {
+            Some(t @ ("text" | "image")) => Some(t),
+            Some(t) => {
+                self.push(
+                    Reason::InvalidValue,
+                    field(path, "type"),
+                    format!("content part type must be 'text' or 'image', got '{t}'"),
+                );
+                None
+            }
+            None => None,
+        };
+        let text = self.opt_str(m, "text", path).is_some();
+        let source = match m.get("source") {
+            None | Some(Value::Null) => false,
+            Some(Value::Object(s)) => {
+                self.image_source(s, &field(path, "source"));
+                true
+            }
+            Some(other) => {
+                self.wrong_type(field(path, "source"), "an image source object", other);
+                true
+            }
+        };
+        let rule = |ok: bool, key: &str, msg: &str, this: &mut Self| {
+            if !ok {
+                this.push(Reason::SchemaViolation, field(path, key), msg.to_string());
+            }
+        };
+        match kind {
+            Some("text") => {
+                rule(text, "text", "'text' is required when type is 'text'", self);
+                rule(!source, "source", "'source' is not allowed when type is 'text'", self);
+            }
+            Some("image") => {
+                rule(source, "source", "'source' is required when type is 'image'", self);
+                rule(!text, "text", "'text' is not allowed when type is 'image'", self);
+            }
+            _ => {}
+        }
+    }
+
+    fn image_source(&mut self, m: &Map<String, Value>, path: &str) {
+        self.unknown_keys(m, IMAGE_SOURCE_KEYS, path, "image source");
+        if let Some(mt) = self.req_str(m, "media_type", path) {
+            if !MEDIA_TYPES.contains(&mt) {
+                self.push(
+                    Reason::InvalidValue,
+                    field(path, "media_type"),
+                    format!("unsupported media_type '{mt}' (image/jpeg, image/png, image/gif, image/webp)"),
+                );
+            }
+        }
+        self.req_str(m, "path", path);
+    }
+
+    fn metrics(&mut self, m: &Map<String, Value>, path: &str) {
+        self.unknown_keys(m, METRICS_KEYS, path, "metrics");
+        for k in ["prompt_tokens", "completion_tokens", "cached_tokens"] {
+            self.opt_int(m, k, path);
+        }
+        self.opt_number(m, "cost_usd", path);
+        for k in ["prompt_token_ids", "completion_token_ids"] {
+            if let Some(a) = self.opt_array(m, k, path) {
+                let base = field(path, k);
+                for (i, x) in a.iter().enumerate() {
+                    if as_int(x).is_none() {
+                        self.wrong_type(json::idx(&base, i), "an integer", x);
+                    }
+                }
+            }
+        }
+        if let Some(a) = self.opt_array(m, "logprobs", path) {
+            let base = field(path, "logprobs");
+            for (i, x) in a.iter().enumerate() {
+                if !x.is_number() {
+                    self.wrong_type(json::idx(&base, i), "a number", x);
+                }
+            }
+        }
+        self.opt_object(m, "extra", path);
+    }
+
+    fn final_metrics(&mut self, m: &Map<String, Value>, path: &str) {
+        self.unknown_keys(m, FINAL_METRICS_KEYS, path, "final_metrics");
+        for k in ["total_prompt_tokens", "total_completion_tokens", "total_cached_tokens"] {
+            self.opt_int(m, k, path);
+        }
+        self.opt_number(m, "total_cost_usd", path);
+        if let Some(n) = self.opt_int(m, "total_steps", path).filter(|n| *n < 0) {
+            self.push(Reason::InvalidValue, field(path, "total_steps"), format!("total_steps must be >= 0, got {n}"));
+        }
+        self.opt_object(m, "extra", path);
+    }
+}
+
+/// ISO 8601 as the reference accepts it in its common forms: `YYYY-MM-DD`, optionally
+/// followed by `T` or a space and `hh[:mm[:ss[(.|,)fraction]]]`, then optionally `Z`
+/// or an offset `±hh`, `±hhmm`, `±hh:mm`.
+pub fn valid_timestamp(s: &str) -> bool {
+    let b = s.as_bytes();
+    let digits = |from: usize, n: usize| -> Option<u32> {
+        let part = b.get(from..from + n)?;
+        if !part.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        Some(part.iter().fold(0u32, |acc, d| acc * 10 + u32::from(d - b'0')))
+    };
+    let (Some(year), Some(month), Some(day)) = (digits(0, 4), digits(5, 2), digits(8, 2)) else {
+        return false;
+    };
+    if b.get(4) != Some(&b'-') || b.get(7) != Some(&b'-') {
+        return false;
+    }
+    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    let days = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    if year == 0 || day == 0 || day > days {
+        return false;
+    }
+    if b.len() == 10 {
+        return true;
+    }
+    if !matches!(b.get(10), Some(b'T' | b' ')) {
+        return false;
+    }
+    let mut i = 11;
+    match digits(i, 2) {
+        Some(h) if h < 24 => i += 2,
+        _ => return false,
+    }
+    let mut has_seconds = false;
+    if b.get(i) == Some(&b':') {
+        match digits(i + 1, 2) {
+            Some(m) if m < 60 => i += 3,
+            _ => return false,
+        }
+        if b.get(i) == Some(&b':') {
+            match digits(i + 1, 2) {
+                Some(sec) if sec < 60 => i += 3,
+                _ => return false,
+            }
+            has_seconds = true;
+        }
+    }
+    if has_seconds && matches!(b.get(i), Some(b'.' | b',')) {
+        let start = i + 1;
+        i = start;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        if i == start {
+            return false;
+        }
+    }
+    match b.get(i) {
+        None => true,
+        Some(b'Z') => i + 1 == b.len(),
+        Some(b'+' | b'-') => {
+            let mut j = i + 1;
+            match digits(j, 2) {
+                Some(h) if h < 24 => j += 2,
+                _ => return false,
+            }
+            if j == b.len() {
+                return true;
+            }
+            if b.get(j) == Some(&b':') {
+                j += 1;
+            }
+            matches!(digits(j, 2), Some(m) if m < 60) && j + 2 == b.len()
+        }
+        Some(_) => false,
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Mapping
+// ---------------------------------------------------------------------------------
+
+/// Where a trajectory document came from.
+#[derive(Clone)]
+struct DocSource {
+    /// Display path of the file that holds the document.
+    display: String,
+    /// Display directory (for display paths of referenced files).
+    display_dir: PathBuf,
+    /// Directory on disk that relative references resolve against.
+    dir: PathBuf,
+    /// SHA-256 of the document's bytes.
+    sha: String,
+    line: Option<u64>,
+    document_index: Option<u64>,
+    /// Canonical path of the file when the document is a whole referenced file.
+    file: Option<PathBuf>,
+    /// schema_version of the enclosing document (an embedded subagent may omit its own).
+    version: Option<String>,
+}
+
+/// Embedded subagents of one document: `(trajectory_id, document)` in array order.
+type Scope = Vec<(String, Value)>;
+
+/// Reads referenced files and builds records; remembers what it consumed.
+struct Loader<'a> {
+    root: &'a Path,
+    /// Files being built (cycle guard).
+    stack: Vec<PathBuf>,
+    consumed: Vec<PathBuf>,
+}
+
+/// What a subagent record is known by within one record (for de-duplication).
+#[derive(PartialEq, Eq, Hash, Clone)]
+enum SubKey {
+    Embedded(usize, String),
+    File(PathBuf),
+}
+
+impl Loader<'_> {
+    /// Reads, parses and validates a referenced file; the error is a detail for a gap.
+    fn load_file(
+        &mut self,
+        path: &Path,
+        display: String,
+        display_dir: PathBuf,
+    ) -> Result<(Map<String, Value>, DocSource), String> {
+        let file = InputFile { fs_path: path.to_path_buf(), display: display.clone(), root: self.root.to_path_buf() };
+        let bytes = input::read_all(&file).map_err(|e| e.to_string())?;
+        if let Some(p) = utf8_problem(&bytes) {
+            return Err(format!("{display}: {}", p.message));
+        }
+        let value: Value =
+            serde_json::from_slice(&bytes).map_err(|e| format!("{display}: {}", json_problem(&e).message))?;
+        let Value::Object(map) = value else {
+            return Err(format!("{display}: not an ATIF trajectory (a JSON {}, not an object)", type_name(&value)));
+        };
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let mut v = Validator { root: self.root, dir: &dir, problems: Vec::new() };
+        v.trajectory(&map, "$", false);
+        if let Some(first) = v.problems.first() {
+            return Err(format!(
+                "{display}: invalid ATIF ({} problem(s); first: {} at {}: {})",
+                v.problems.len(),
+                first.reason.as_str(),
+                first.json_path,
+                first.message
+            ));
+        }
+        self.consumed.push(path.to_path_buf());
+        Ok((
+            map,
+            DocSource {
+                display,
+                display_dir,
+                dir,
+                sha: sha256_hex(&bytes),
+                line: None,
+                document_index: Some(0),
+                file: Some(path.to_path_buf()),
+                version: None,
+            },
+        ))
+    }
+
+    /// Resolves `reference` against a document's directory: the path on disk and its
+    /// display form. Errors are gap details.
+    fn locate(&self, src: &DocSource, reference: &str) -> Result<(PathBuf, String), String> {
+        let display = src.display_dir.join(reference).display().to_string();
+        let path = input::resolve_inside(self.root, &src.dir, reference).map_err(|e| format!("{display}: {e}"))?;
+        if !path.is_file() {
+            return Err(format!("{display}: file not found"));
+        }
+        let real = path.canonicalize().unwrap_or(path);
+        if self.stack.contains(&real) {
+            return Err(format!("{display}: reference cycle"));
+        }
+        Ok((real, display))
+    }
+
+    /// Builds one trajectory (with its continuation chain and subagents).
+    fn build(
+        &mut self,
+        head: Map<String, Value>,
+        src: DocSource,
+        root_scope: Option<&Scope>,
+        depth: usize,
+    ) -> Trajectory {
+        let mut gaps: Vec<Gap> = Vec::new();
+        let pushed = self.stack.len();
+        if let Some(f) = &src.file {
+            if !self.stack.contains(f) {
+                self.stack.push(f.clone());
+            }
+        }
+
+        // Follow the continuation chain.
+        let mut segments: Vec<(Map<String, Value>, DocSource)> = vec![(head, src)];
+        while let Some((last, last_src)) = segments.last() {
+            let Some(reference) = last.get("continued_trajectory_ref").and_then(Value::as_str).map(str::to_string)
+            else {
+                break;
+            };
+            let located = if depth >= MAX_FILE_DEPTH {
+                Err(format!("{reference}: references nested too deep"))
+            } else {
+                self.locate(last_src, &reference)
+            };
+            let loaded = located.and_then(|(path, display)| {
+                let dd = Path::new(&display).parent().map(Path::to_path_buf).unwrap_or_default();
+                self.load_file(&path, display, dd)
+            });
+            match loaded {
+                Ok((map, s)) => {
+                    if let Some(f) = &s.file {
+                        self.stack.push(f.clone());
+                    }
+                    segments.push((map, s));
+                }
+                Err(detail) => {
+                    gaps.push(Gap::at(GapKind::UnresolvedContinuation, None, detail));
+                    break;
+                }
+            }
+        }
+
+        let mut extra = Extra::new();
+        let mut steps: Vec<Step> = Vec::new();
+        let mut subagents: Vec<Subagent> = Vec::new();
+        let mut built: Vec<(SubKey, String)> = Vec::new();
+        let mut metrics: Option<Metrics> = None;
+        let mut head_final: Option<Value> = None;
+        let mut continuations: Vec<Value> = Vec::new();
+        let mut record_src: Option<DocSource> = None;
+        let mut agent = Agent::default();
+        let mut tools = None;
+        let mut session_id = None;
+        let mut trajectory_id = None;
+        let mut format_version = None;
+
+        for (seg_idx, (mut m, mut s)) in segments.into_iter().enumerate() {
+            let seg_steps = match m.remove("steps") {
+                Some(Value::Array(a)) => a,
+                _ => Vec::new(),
+            };
+            let scope: Scope = match m.remove("subagent_trajectories") {
+                Some(Value::Array(a)) => a
+                    .into_iter()
+                    .filter_map(|t| {
+                        let id = t.get("trajectory_id")?.as_str()?.to_string();
+                        Some((id, t))
+                    })
+                    .collect(),
+                Some(other) => {
+                    m.insert("subagent_trajectories".into(), other);
+                    Vec::new()
+                }
+                None => Vec::new(),
+            };
+            let version =
+                m.get("schema_version").and_then(Value::as_str).map(str::to_string).or_else(|| s.version.clone());
+            s.version = version.clone();
+            let fm = json::take(&mut m, "final_metrics");
+            if seg_idx == 0 {
+                format_version = version;
+                trajectory_id = json::take_str(&mut m, "trajectory_id");
+                session_id = json::take_str(&mut m, "session_id");
+                m.remove("schema_version");
+                if let Some(a) = json::take(&mut m, "agent") {
+                    let (ag, t, rest) = map_agent(a);
+                    agent = ag;
+                    tools = t;
+                    if let Some(rest) = rest {
+                        extra.insert("agent".into(), rest);
+                    }
+                }
+                if let Some(f) = &fm {
+                    metrics = Some(map_final_metrics(f.clone()));
+                }
+                head_final = fm;
+                extra.extend(json::into_extra(m));
+            } else {
+                if let Some(f) = &fm {
+                    metrics = Some(map_final_metrics(f.clone()));
+                }
+                let mut entry = m;
+                if let Some(f) = fm {
+                    entry.insert("final_metrics".into(), f);
+                }
+                entry.insert("path".into(), Value::String(s.display.clone()));
+                entry.insert("sha256".into(), Value::String(s.sha.clone()));
+                continuations.push(Value::Object(entry));
+            }
+
+            let own_root: &Scope = root_scope.unwrap_or(&scope);
+            for step_v in seg_steps {
+                let index = steps.len();
+                let mut step = map_step(step_v);
+                for result in step.tool_results.iter_mut() {
+                    let refs = match result.extra.get("subagent_trajectory_ref") {
+                        Some(Value::Array(a)) => a.clone(),
+                        _ => continue,
+                    };
+                    for r in refs {
+                        let outcome = self.resolve_ref(&r, seg_idx, &s, &scope, own_root, &mut built, depth);
+                        match outcome {
+                            RefOutcome::Known(id) => result.subagent_refs.push(id),
+                            RefOutcome::New(id, t) => {
+                                result.subagent_refs.push(id);
+                                subagents.push(Subagent {
+                                    spawned_by_step: Some(index),
+                                    spawned_by_tool_call: result.call_id.clone(),
+                                    trajectory: t,
+                                });
+                            }
+                            RefOutcome::Unresolved(detail) => {
+                                gaps.push(Gap::at(GapKind::UnresolvedSubagentRef, Some(index), detail))
+                            }
+                        }
+                    }
+                }
+                steps.push(step);
+            }
+            // Embedded subagents that no reference named are still part of the run.
+            for (id, t) in &scope {
+                let key = SubKey::Embedded(seg_idx, id.clone());
+                if built.iter().any(|(k, _)| *k == key) {
+                    continue;
+                }
+                let child = self.build_embedded(t, &s, own_root, depth);
+                built.push((key, id.clone()));
+                subagents.push(Subagent {
+                    spawned_by_step: None,
+                    spawned_by_tool_call: None,
+                    trajectory: Box::new(child),
+                });
+            }
+            if seg_idx == 0 {
+                record_src = Some(s);
+            }
+        }
+        self.stack.truncate(pushed);
+
+        if !continuations.is_empty() {
+            extra.insert("continuations".into(), Value::Array(continuations));
+            // The head's own totals are an earlier snapshot of the run: keep them verbatim.
+            if let Some(f) = head_final {
+                extra.insert("final_metrics".into(), f);
+            }
+        }
+        gaps.extend(call_gaps(&steps));
+        gaps.sort_by_key(|g| g.step.unwrap_or(usize::MAX));
+
+        let src = record_src.unwrap_or(DocSource {
+            display: String::new(),
+            display_dir: PathBuf::new(),
+            dir: PathBuf::new(),
+            sha: String::new(),
+            line: None,
+            document_index: None,
+            file: None,
+            version: None,
+        });
+        let short = src.sha.get(..16).unwrap_or(&src.sha).to_string();
+        let id = trajectory_id.clone().unwrap_or_else(|| format!("atif-{short}"));
+        let task = task_of(&steps, &short);
+        Trajectory {
+            agent,
+            content_digest: String::new(),
+            extra,
+            gaps,
+            id,
+            metrics,
+            outcome: Outcome::default(),
+            provenance: Provenance {
+                document_index: src.document_index,
+                format: "atif".into(),
+                format_version,
+                line: src.line,
+                path: src.display,
+                sha256: src.sha,
+            },
+            schema_version: trajkit_model::SCHEMA_VERSION.into(),
+            session_id,
+            steps,
+            subagents,
+            task,
+            tools,
+        }
+    }
+
+    fn build_embedded(&mut self, t: &Value, parent: &DocSource, root_scope: &Scope, depth: usize) -> Trajectory {
+        let bytes = serde_json::to_vec(t).unwrap_or_default();
+        let src = DocSource { sha: sha256_hex(&bytes), file: None, ..parent.clone() };
+        let map = match t {
+            Value::Object(m) => m.clone(),
+            _ => Map::new(),
+        };
+        self.build(map, src, Some(root_scope), depth)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn resolve_ref(
+        &mut self,
+        r: &Value,
+        seg_idx: usize,
+        src: &DocSource,
+        scope: &Scope,
+        root_scope: &Scope,
+        built: &mut Vec<(SubKey, String)>,
+        depth: usize,
+    ) -> RefOutcome {
+        let id = r.get("trajectory_id").and_then(Value::as_str);
+        let path = r.get("trajectory_path").and_then(Value::as_str);
+        if let Some(id) = id {
+            let key = SubKey::Embedded(seg_idx, id.to_string());
+            if built.iter().any(|(k, _)| *k == key) {
+                return RefOutcome::Known(id.to_string());
+            }
+            if let Some((_, t)) = scope.iter().find(|(i, _)| i == id) {
+                let child = self.build_embedded(t, src, root_scope, depth);
+                built.push((key, id.to_string()));
+                return RefOutcome::New(id.to_string(), Box::new(child));
+            }
+            if !std::ptr::eq(scope, root_scope) && root_scope.iter().any(|(i, _)| i == id) {
+                // A sibling embedded in the root document: it is a subagent of the root.
+                return RefOutcome::Known(id.to_string());
+            }
+        }
+        let Some(path) = path else {
+            return RefOutcome::Unresolved(format!(
+                "trajectory_id '{}' matches no embedded subagent",
+                id.unwrap_or_default()
+            ));
+        };
+        if depth >= MAX_FILE_DEPTH {
+            return RefOutcome::Unresolved(format!("{path}: references nested too deep"));
+        }
+        let (real, display) = match self.locate(src, path) {
+            Ok(x) => x,
+            Err(detail) => return RefOutcome::Unresolved(detail),
+        };
+        let key = SubKey::File(real.clone());
+        if let Some((_, known)) = built.iter().find(|(k, _)| *k == key) {
+            return RefOutcome::Known(known.clone());
+        }
+        let dd = Path::new(&display).parent().map(Path::to_path_buf).unwrap_or_default();
+        match self.load_file(&real, display, dd) {
+            Ok((map, s)) => {
+                let child = self.build(map, s, None, depth + 1);
+                built.push((key, child.id.clone()));
+                RefOutcome::New(child.id.clone(), Box::new(child))
+            }
+            Err(detail) => RefOutcome::Unresolved(detail),
+        }
+    }
+}
+
+enum RefOutcome {
+    /// Already a subagent of the record (or of the root record): its id.
+    Known(String),
+    /// Newly built.
+    New(String, Box<Trajectory>),
+    /// Could not be resolved: gap detail.
+    Unresolved(String),
+}
+
+fn map_agent(a: Value) -> (Agent, Option<Vec<Value>>, Option<Value>) {
+    let Value::Object(mut m) = a else {
+        return (Agent::default(), None, Some(a));
+    };
+    let agent = Agent {
+        model: json::take_str(&mut m, "model_name"),
+        name: json::take_str(&mut m, "name"),
+        version: json::take_str(&mut m, "version"),
+    };
+    let tools = match json::take(&mut m, "tool_definitions") {
+        Some(Value::Array(t)) => Some(t),
+        Some(other) => {
+            m.insert("tool_definitions".into(), other);
+            None
+        }
+        None => None,
+    };
+    let rest = (!m.is_empty()).then_some(Value::Object(m));
+    (agent, tools, rest)
+}
+
+fn map_metrics(v: Value) -> Metrics {
+    let Value::Object(mut m) = v else {
+        return Metrics::default();
+    };
+    Metrics {
+        cached_tokens: json::take_u64(&mut m, "cached_tokens"),
+        completion_tokens: json::take_u64(&mut m, "completion_tokens"),
+        cost_usd: json::take_f64(&mut m, "cost_usd"),
+        prompt_tokens: json::take_u64(&mut m, "prompt_tokens"),
+        extra: json::into_extra(m),
+    }
+}
+
+fn map_final_metrics(v: Value) -> Metrics {
+    let Value::Object(mut m) = v else {
+        return Metrics::default();
+    };
+    Metrics {
+        cached_tokens: json::take_u64(&mut m, "total_cached_tokens"),
+        completion_tokens: json::take_u64(&mut m, "total_completion_tokens"),
+        cost_usd: json::take_f64(&mut m, "total_cost_usd"),
+        prompt_tokens: json::take_u64(&mut m, "total_prompt_tokens"),
+        extra: json::into_extra(m),
+    }
+}
+
+fn map_step(v: Value) -> Step {
+    let Value::Object(mut m) = v else {
+        return Step::new(Role::System, Some(v));
+    };
+    let role = match m.get("source").and_then(Value::as_str) {
+        Some("user") => Role::User,
+        Some("agent") => Role::Assistant,
+        _ => Role::System,
+    };
+    if matches!(m.get("source"), Some(Value::String(_))) {
+        m.remove("source");
+    }
+    let mut step = Step::new(role, json::take(&mut m, "message"));
+    step.source_id = json::take(&mut m, "step_id");
+    step.timestamp = json::take_str(&mut m, "timestamp");
+    step.model = json::take_str(&mut m, "model_name");
+    step.reasoning = json::take_str(&mut m, "reasoning_content");
+    match json::take(&mut m, "is_copied_context") {
+        Some(Value::Bool(b)) => step.copied_context = b,
+        Some(other) => {
+            m.insert("is_copied_context".into(), other);
+        }
+        None => {}
+    }
+    match json::take(&mut m, "tool_calls") {
+        Some(Value::Array(calls)) => step.tool_calls = calls.into_iter().map(map_call).collect(),
+        Some(other) => {
+            m.insert("tool_calls".into(), other);
+        }
+        None => {}
+    }
+    if let Some(metrics) = json::take(&mut m, "metrics") {
+        step.metrics = Some(map_metrics(metrics));
+    }
+    match json::take(&mut m, "observation") {
+        Some(Value::Object(mut o)) => {
+            if let Some(Value::Array(results)) = json::take(&mut o, "results") {
+                step.tool_results = results.into_iter().map(map_result).collect();
+            }
+            if !o.is_empty() {
+                m.insert("observation".into(), Value::Object(o));
+            }
+        }
+        Some(other) => {
+            m.insert("observation".into(), other);
+        }
+        None => {}
+    }
+    step.subagent = m.get("extra").and_then(|e| e.get("is_sidechain")).and_then(Value::as_bool).unwrap_or(false);
+    step.extra = json::into_extra(m);
+    step
+}
+
+fn map_call(v: Value) -> ToolCall {
+    let Value::Object(mut m) = v else {
+        return ToolCall {
+            arguments: v,
+            arguments_invalid: false,
+            extra: Extra::new(),
+            id: None,
+            name: String::new(),
+            text_embedded: false,
+        };
+    };
+    ToolCall {
+        arguments: json::take(&mut m, "arguments").unwrap_or_else(|| Value::Object(Map::new())),
+        arguments_invalid: false,
+        id: json::take_str(&mut m, "tool_call_id"),
+        name: json::take_str(&mut m, "function_name").unwrap_or_default(),
+        text_embedded: false,
+        extra: json::into_extra(m),
+    }
+}
+
+fn map_result(v: Value) -> ToolResult {
+    let Value::Object(mut m) = v else {
+        return ToolResult { call_id: None, content: Some(v), extra: Extra::new(), subagent_refs: Vec::new() };
+    };
+    ToolResult {
+        call_id: json::take_str(&mut m, "source_call_id"),
+        content: json::take(&mut m, "content"),
+        subagent_refs: Vec::new(),
+        extra: json::into_extra(m),
+    }
+}
+
+/// Unanswered and duplicate tool calls. Results are linked by id only, never by
+/// position: a call is unanswered when no result of its step names it, counting only as
+/// many such calls as exceed the step's results that name no call.
+fn call_gaps(steps: &[Step]) -> Vec<Gap> {
+    let mut gaps = Vec::new();
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, s) in steps.iter().enumerate() {
+        let named: HashSet<&str> = s.tool_results.iter().filter_map(|r| r.call_id.as_deref()).collect();
+        let anonymous = s.tool_results.iter().filter(|r| r.call_id.is_none()).count();
+        let open: Vec<&str> = s
+            .tool_calls
+            .iter()
+            .filter(|c| !c.id.as_deref().is_some_and(|id| named.contains(id)))
+            .map(|c| c.id.as_deref().unwrap_or(""))
+            .collect();
+        if open.len() > anonymous {
+            if anonymous == 0 {
+                for id in &open {
+                    gaps.push(Gap::at(GapKind::UnansweredToolCall, Some(i), format!("tool call '{id}' has no result")));
+                }
+            } else {
+                let detail = format!(
+                    "{} tool calls ({}) have no result naming them and the step has only {anonymous} result(s) without source_call_id",
+                    open.len(),
+                    open.join(", ")
+                );
+                for _ in anonymous..open.len() {
+                    gaps.push(Gap::at(GapKind::UnansweredToolCall, Some(i), detail.clone()));
+                }
+            }
+        }
+        if s.copied_context {
+            continue;
+        }
+        for c in &s.tool_calls {
+            let Some(id) = c.id.as_deref() else { continue };
+            if let Some(first) = seen.get(id) {
+                gaps.push(Gap::at(
+                    GapKind::DuplicateToolCallId,
+                    Some(i),
+                    format!("tool_call_id '{id}' already used at step index {first}"),
+                ));
+            } else {
+                seen.insert(id, i);
+            }
+        }
+    }
+    gaps
+}
+
+/// Task of a record: the first user step's text hashed, or the record's own hash.
+fn task_of(steps: &[Step], short_sha: &str) -> Task {
+    let instruction = steps
+        .iter()
+        .find(|s| s.role == Role::User)
+        .and_then(|s| s.content.as_ref())
+        .and_then(json::content_text)
+        .filter(|t| !t.trim().is_empty());
+    match instruction {
+        Some(text) => Task {
+            environment: None,
+            key: instruction_task_key(&text, None),
+            key_source: TaskKeySource::InstructionHash,
+            instruction: Some(text),
+        },
+        None => Task {
+            environment: None,
+            instruction: None,
+            key: format!("r:{short_sha}"),
+            key_source: TaskKeySource::RecordHash,
+        },
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Referenced files (for the driver's `part_of`)
+// ---------------------------------------------------------------------------------
+
+/// Walks documents for the files a read would consume, without validating them.
+struct RefWalk<'a> {
+    root: &'a Path,
+    seen: HashSet<PathBuf>,
+    out: Vec<PathBuf>,
+    /// `(referencing file, referenced file)` for every existing target met.
+    edges: Vec<(PathBuf, PathBuf)>,
+}
+
+impl RefWalk<'_> {
+    /// Files of the walk from which `target` can be reached (its cycle, when it has one).
+    fn reaching(&self, target: &Path) -> HashSet<PathBuf> {
+        let mut found: HashSet<PathBuf> = HashSet::new();
+        let mut todo = vec![target.to_path_buf()];
+        while let Some(t) = todo.pop() {
+            for (from, to) in &self.edges {
+                if *to == t && from.as_path() != target && found.insert(from.clone()) {
+                    todo.push(from.clone());
+                }
+            }
+        }
+        found
+    }
+
+    fn document(&mut self, v: &Value, from: &Path, dir: &Path, root_ids: Option<&HashSet<String>>, depth: usize) {
+        let Value::Object(m) = v else { return };
+        let embedded: Vec<&Value> =
+            m.get("subagent_trajectories").and_then(Value::as_array).map(|a| a.iter().collect()).unwrap_or_default();
+        let own_ids: HashSet<String> = embedded
+            .iter()
+            .filter_map(|t| t.get("trajectory_id").and_then(Value::as_str))
+            .map(str::to_string)
+            .collect();
+        let root_ids = root_ids.unwrap_or(&own_ids);
+        let steps = m.get("steps").and_then(Value::as_array);
+        for step in steps.into_iter().flatten() {
+            let results = step.get("observation").and_then(|o| o.get("results")).and_then(Value::as_array);
+            for r in results.into_iter().flatten() {
+                let refs = r.get("subagent_trajectory_ref").and_then(Value::as_array);
+                for reference in refs.into_iter().flatten() {
+                    let id = reference.get("trajectory_id").and_then(Value::as_str);
+                    if id.is_some_and(|id| own_ids.contains(id) || root_ids.contains(id)) {
+                        continue;
+                    }
+                    if let Some(p) = reference.get("trajectory_path").and_then(Value::as_str) {
+                        self.file(from, dir, p, depth);
+                    }
+                }
+            }
+        }
+        for t in embedded {
+            self.document(t, from, dir, Some(root_ids), depth);
+        }
+        if let Some(p) = m.get("continued_trajectory_ref").and_then(Value::as_str) {
+            self.file(from, dir, p, depth);
+        }
+    }
+
+    fn file(&mut self, from: &Path, dir: &Path, reference: &str, depth: usize) {
+        if depth >= MAX_FILE_DEPTH {
+            return;
+        }
+        let Ok(path) = input::resolve_inside(self.root, dir, reference) else {
+            return;
+        };
+        if !path.is_file() {
+            return;
+        }
+        let Ok(real) = path.canonicalize() else {
+            return;
+        };
+        self.edges.push((from.to_path_buf(), real.clone()));
+        if !self.seen.insert(real.clone()) {
+            return;
+        }
+        self.out.push(real.clone());
+        let f = InputFile { fs_path: real.clone(), display: real.display().to_string(), root: self.root.to_path_buf() };
+        let Ok(bytes) = input::read_all(&f) else {
+            return;
+        };
+        if !contains(&bytes, b"trajectory_path") && !contains(&bytes, b"continued_trajectory_ref") {
+            return;
+        }
+        if let Ok(v) = serde_json::from_slice::<Value>(&bytes) {
+            let sub_dir = real.parent().map(Path::to_path_buf).unwrap_or_default();
+            self.document(&v, &real, &sub_dir, None, depth + 1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::valid_timestamp;
+
+    #[test]
+    fn timestamps() {
+        for ok in [
+            "2025-10-16",
+            "2025-10-16T14:30:00Z",
+            "2025-10-16T14:30:00.993Z",
+            "2025-10-16 14:30:00",
+            "2025-10-16T14:30:00.123456+00:00",
+            "2025-10-16T14:30",
+            "2025-10-16T14Z",
+            "2025-10-16T14:30:00,5+0530",
+            "2025-10-16T14:30:00-05",
+            "2024-02-29T00:00:00",
+        ] {
+            assert!(valid_timestamp(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "yesterday",
+            "2025-13-01",
+            "2025-02-29",
+            "2025-10-16T24:00:00",
+            "2025-10-16T14:30:60",
+            "2025-10-16T14:30:00z",
+            "2025-10-16T14:30:00ZZ",
+            "2025-10-16T14:30:00Z+00:00",
+            " 2025-10-16",
+            "2025-10-16T14:30:00.",
+            "2025-10-16T14:30:00+25:00",
+            "1760625000",
+        ] {
+            assert!(!valid_timestamp(bad), "{bad}");
+        }
     }
 }
