@@ -21,7 +21,7 @@ pub struct FileReport {
     pub subagents: u64,
     /// Steps of accepted top-level trajectories (subagents and copied context excluded).
     pub steps: u64,
-    /// Tool calls of accepted top-level trajectories (subagents excluded).
+    /// Tool calls of accepted top-level trajectories (subagents and copied context excluded).
     pub tool_calls: u64,
     /// Byte-identical repeats of an earlier record of the file.
     pub duplicate_records: u64,
@@ -51,7 +51,8 @@ impl FileReport {
     pub fn add_trajectory(&mut self, t: &Trajectory) {
         self.trajectories += 1;
         self.steps += t.steps.iter().filter(|s| !s.copied_context).count() as u64;
-        self.tool_calls += t.steps.iter().map(|s| s.tool_calls.len() as u64).sum::<u64>();
+        // Copied context repeats earlier calls: counting them again would double them.
+        self.tool_calls += t.steps.iter().filter(|s| !s.copied_context).map(|s| s.tool_calls.len() as u64).sum::<u64>();
         self.add_gaps(t);
         self.add_subagents(t);
     }
