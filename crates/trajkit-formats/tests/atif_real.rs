@@ -314,7 +314,8 @@ fn single_files() {
 
     // A subagent file alone.
     let (r, c) = run(&[dir.join("terminus2-context-summarization-v1.7/trajectory.summarization-1-answers.json")]);
-    assert_eq!((r[0].trajectories, r[0].steps, r[0].tool_calls), (1, 2, 2));
+    // Its 2 tool calls sit in copied-context steps (copies of the parent's calls): not counted.
+    assert_eq!((r[0].trajectories, r[0].steps, r[0].tool_calls), (1, 2, 0));
     assert_eq!(c.trajectories[0].id, "atif-ec2f7fa2418cc9b0");
 
     // Linear-history head alone: 9 steps, cont-1 consumed.
