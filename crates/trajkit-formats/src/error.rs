@@ -13,6 +13,6 @@ pub enum FormatError {
     NotRecognised { path: String, guess: Option<String> },
     #[error("{path}: empty file")]
     Empty { path: String },
-    #[error("unknown format '{0}'")]
-    UnknownFormat(String),
+    #[error("unknown format '{name}' (known: {known})")]
+    UnknownFormat { name: String, known: String },
 }

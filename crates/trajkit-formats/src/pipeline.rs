@@ -90,10 +90,14 @@ enum Msg {
 
 /// Reads every file, calling the sink in input order; returns one report per file.
 pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -> Result<Vec<FileReport>, FormatError> {
-    let forced = match &opts.format {
-        Some(name) => Some(registry::by_name(name).ok_or_else(|| FormatError::UnknownFormat(name.clone()))?),
-        None => None,
-    };
+    let forced =
+        match &opts.format {
+            Some(name) => Some(registry::by_name(name).ok_or_else(|| FormatError::UnknownFormat {
+                name: name.clone(),
+                known: registry::names().join(", "),
+            })?),
+            None => None,
+        };
     let mut plans: Vec<Plan> = files.into_par_iter().map(|f| plan(f, forced)).collect();
     mark_consumed(&mut plans);
 

@@ -189,3 +189,29 @@ fn schema_is_published_and_current() {
         serde_json::from_str(&std::fs::read_to_string(&path).expect("docs/record.schema.json")).unwrap();
     assert_eq!(printed, published, "regenerate with: trajkit schema > docs/record.schema.json");
 }
+
+#[test]
+fn strict_stops_at_the_first_rejection() {
+    let bbq = real("gym/bbq__example_rollouts.jsonl");
+    let out = trajkit(&["validate", "--strict", bbq.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(text(&out.stdout).lines().count(), 1, "only the first problem: {}", text(&out.stdout));
+    let all = trajkit(&["validate", "--json", bbq.to_str().unwrap()]);
+    let rows: Vec<serde_json::Value> = text(&all.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(rows.len(), 5);
+    assert_eq!(rows[4]["line"], 5);
+    assert_eq!(rows[4]["reason"], "not_a_rollout");
+}
+
+#[test]
+fn forced_format_and_unknown_format() {
+    let dir = tempfile::tempdir().unwrap();
+    // Named so that detection would not claim it; --format gym reads it anyway.
+    let p = write(dir.path(), "data.jsonl", format!("{GOOD}\n").as_bytes());
+    let out = trajkit(&["inspect", "--json", "--format", "gym", p.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((v["format"].as_str(), v["trajectories"].as_u64()), (Some("gym"), Some(1)));
+    let bad = trajkit(&["inspect", "--format", "nope", p.to_str().unwrap()]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(text(&bad.stderr).contains("unknown format 'nope'"));
+}
