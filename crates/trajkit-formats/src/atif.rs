@@ -7,7 +7,7 @@
 //! continuation segments (`continued_trajectory_ref`) are read into the same record.
 //! See `docs/formats/atif.md` for the rules.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
@@ -20,7 +20,7 @@ use trajkit_model::{
 use crate::input::{self, InputFile};
 use crate::json;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult, PEEK_BYTES};
-use crate::rejection::{json_problem, parse_record, utf8_problem, Problem, Reason};
+use crate::rejection::{parse_record, Problem, Reason};
 
 /// The `schema_version` values the spec defines.
 pub const SCHEMA_VERSIONS: [&str; 8] =
@@ -181,7 +181,13 @@ impl Reader for AtifReader {
             return RecordResult::Rejected(v.problems);
         }
         let display_dir = Path::new(&file.display).parent().map(Path::to_path_buf).unwrap_or_default();
-        let mut loader = Loader { root: &file.root, stack: Vec::new(), consumed: Vec::new() };
+        let mut loader = Loader {
+            root: &file.root,
+            stack: Vec::new(),
+            consumed: Vec::new(),
+            files_built: HashMap::new(),
+            problems: Vec::new(),
+        };
         if !file.is_stdin() {
             if let Ok(me) = file.fs_path.canonicalize() {
                 loader.stack.push(me);
@@ -198,6 +204,9 @@ impl Reader for AtifReader {
             version: None,
         };
         let trajectory = loader.build(map, src, None, 0);
+        if !loader.problems.is_empty() {
+            return RecordResult::Rejected(loader.problems);
+        }
         RecordResult::Accepted { trajectory: Box::new(trajectory), rollout_key: None, consumed: loader.consumed }
     }
 }
@@ -394,8 +403,12 @@ impl Validator<'_> {
         }
     }
 
+    /// A local path that leaves the input root is an error (never a read); a remote
+    /// reference (`s3://...`) is allowed by the spec and becomes a gap when resolved.
     fn escape_check(&mut self, reference: &str, path: String) {
-        if let Err(e) = input::resolve_inside(self.root, self.dir, reference) {
+        if let Err(e @ crate::FormatError::PathEscapesRoot { .. }) =
+            input::resolve_inside(self.root, self.dir, reference)
+        {
             self.push(Reason::PathEscapesRoot, path, e.to_string());
         }
     }
@@ -949,44 +962,63 @@ struct Loader<'a> {
     /// Files being built (cycle guard).
     stack: Vec<PathBuf>,
     consumed: Vec<PathBuf>,
+    /// Files already built into this record, with their record id: a file reached twice
+    /// (a diamond of references) is built once.
+    files_built: HashMap<PathBuf, String>,
+    /// Rule violations in referenced ATIF files: they reject the whole record.
+    problems: Vec<Problem>,
+}
+
+/// Why a referenced file did not load.
+enum LoadError {
+    /// Missing, unreadable, remote, a cycle or not ATIF at all: a gap.
+    Gap(String),
+    /// An ATIF file that breaks the rules: the record that includes it is rejected.
+    Invalid(Vec<Problem>),
+}
+
+/// A problem of a referenced file, with the file named in its JSON path.
+fn located(display: &str, p: Problem) -> Problem {
+    Problem::new(p.reason, format!("{display}:{}", p.json_path), p.message)
+}
+
+/// True for a JSON object that declares an ATIF schema version (the detection rule).
+fn looks_atif(v: &Value) -> bool {
+    v.get("schema_version").and_then(Value::as_str).is_some_and(|s| s.starts_with("ATIF-v"))
+        && v.get("agent").is_some()
+        && v.get("steps").is_some()
 }
 
 /// What a subagent record is known by within one record (for de-duplication).
 #[derive(PartialEq, Eq, Hash, Clone)]
 enum SubKey {
     Embedded(usize, String),
-    File(PathBuf),
 }
 
 impl Loader<'_> {
-    /// Reads, parses and validates a referenced file; the error is a detail for a gap.
+    /// Reads, parses and validates a referenced file.
     fn load_file(
         &mut self,
         path: &Path,
         display: String,
         display_dir: PathBuf,
-    ) -> Result<(Map<String, Value>, DocSource), String> {
+    ) -> Result<(Map<String, Value>, DocSource), LoadError> {
         let file = InputFile { fs_path: path.to_path_buf(), display: display.clone(), root: self.root.to_path_buf() };
-        let bytes = input::read_all(&file).map_err(|e| e.to_string())?;
-        if let Some(p) = utf8_problem(&bytes) {
-            return Err(format!("{display}: {}", p.message));
-        }
-        let value: Value =
-            serde_json::from_slice(&bytes).map_err(|e| format!("{display}: {}", json_problem(&e).message))?;
+        let bytes = input::read_all(&file).map_err(|e| LoadError::Gap(e.to_string()))?;
+        let value = match parse_record(&bytes) {
+            Ok(v) if looks_atif(&v) => v,
+            Ok(_) => return Err(LoadError::Gap(format!("{display}: not an ATIF trajectory"))),
+            Err(p) if has_atif_version(&bytes) => return Err(LoadError::Invalid(vec![located(&display, p)])),
+            Err(p) => return Err(LoadError::Gap(format!("{display}: {}", p.message))),
+        };
         let Value::Object(map) = value else {
-            return Err(format!("{display}: not an ATIF trajectory (a JSON {}, not an object)", type_name(&value)));
+            return Err(LoadError::Gap(format!("{display}: not an ATIF trajectory")));
         };
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let mut v = Validator { root: self.root, dir: &dir, problems: Vec::new() };
         v.trajectory(&map, "$", false);
-        if let Some(first) = v.problems.first() {
-            return Err(format!(
-                "{display}: invalid ATIF ({} problem(s); first: {} at {}: {})",
-                v.problems.len(),
-                first.reason.as_str(),
-                first.json_path,
-                first.message
-            ));
+        if !v.problems.is_empty() {
+            return Err(LoadError::Invalid(v.problems.into_iter().map(|p| located(&display, p)).collect()));
         }
         self.consumed.push(path.to_path_buf());
         Ok((
@@ -1006,7 +1038,11 @@ impl Loader<'_> {
 
     /// Resolves `reference` against a document's directory: the path on disk and its
     /// display form. Errors are gap details.
-    fn locate(&self, src: &DocSource, reference: &str) -> Result<(PathBuf, String), String> {
+    fn locate(&self, src: &DocSource, reference: &str) -> Result<(PathBuf, String), LoadError> {
+        self.locate_path(src, reference).map_err(LoadError::Gap)
+    }
+
+    fn locate_path(&self, src: &DocSource, reference: &str) -> Result<(PathBuf, String), String> {
         let display = src.display_dir.join(reference).display().to_string();
         let path = input::resolve_inside(self.root, &src.dir, reference).map_err(|e| format!("{display}: {e}"))?;
         if !path.is_file() {
@@ -1043,7 +1079,7 @@ impl Loader<'_> {
                 break;
             };
             let located = if depth >= MAX_FILE_DEPTH {
-                Err(format!("{reference}: references nested too deep"))
+                Err(LoadError::Gap(format!("{reference}: references nested too deep")))
             } else {
                 self.locate(last_src, &reference)
             };
@@ -1058,8 +1094,12 @@ impl Loader<'_> {
                     }
                     segments.push((map, s));
                 }
-                Err(detail) => {
+                Err(LoadError::Gap(detail)) => {
                     gaps.push(Gap::at(GapKind::UnresolvedContinuation, None, detail));
+                    break;
+                }
+                Err(LoadError::Invalid(problems)) => {
+                    self.problems.extend(problems);
                     break;
                 }
             }
@@ -1277,22 +1317,25 @@ impl Loader<'_> {
         if depth >= MAX_FILE_DEPTH {
             return RefOutcome::Unresolved(format!("{path}: references nested too deep"));
         }
-        let (real, display) = match self.locate(src, path) {
+        let (real, display) = match self.locate_path(src, path) {
             Ok(x) => x,
             Err(detail) => return RefOutcome::Unresolved(detail),
         };
-        let key = SubKey::File(real.clone());
-        if let Some((_, known)) = built.iter().find(|(k, _)| *k == key) {
+        if let Some(known) = self.files_built.get(&real) {
             return RefOutcome::Known(known.clone());
         }
         let dd = Path::new(&display).parent().map(Path::to_path_buf).unwrap_or_default();
         match self.load_file(&real, display, dd) {
             Ok((map, s)) => {
                 let child = self.build(map, s, None, depth + 1);
-                built.push((key, child.id.clone()));
+                self.files_built.insert(real, child.id.clone());
                 RefOutcome::New(child.id.clone(), Box::new(child))
             }
-            Err(detail) => RefOutcome::Unresolved(detail),
+            Err(LoadError::Gap(detail)) => RefOutcome::Unresolved(detail),
+            Err(LoadError::Invalid(problems)) => {
+                self.problems.extend(problems);
+                RefOutcome::Unresolved("invalid ATIF file".into())
+            }
         }
     }
 }
@@ -1588,15 +1631,21 @@ impl RefWalk<'_> {
         let Ok(real) = path.canonicalize() else {
             return;
         };
-        self.edges.push((from.to_path_buf(), real.clone()));
-        if !self.seen.insert(real.clone()) {
+        if self.seen.contains(&real) {
+            self.edges.push((from.to_path_buf(), real));
             return;
         }
-        self.out.push(real.clone());
         let f = InputFile { fs_path: real.clone(), display: real.display().to_string(), root: self.root.to_path_buf() };
         let Ok(bytes) = input::read_all(&f) else {
             return;
         };
+        // Only ATIF files are claimed: anything else is left to its own reader.
+        if !has_atif_version(&bytes) {
+            return;
+        }
+        self.edges.push((from.to_path_buf(), real.clone()));
+        self.seen.insert(real.clone());
+        self.out.push(real.clone());
         if !contains(&bytes, b"trajectory_path") && !contains(&bytes, b"continued_trajectory_ref") {
             return;
         }

@@ -7,6 +7,8 @@ pub enum FormatError {
     Io { path: String, source: std::io::Error },
     #[error("{path}:{line}: read failed after {line} lines: {source}")]
     ReadFailed { path: String, line: u64, source: std::io::Error },
+    #[error("'{reference}' is a remote reference (not read)")]
+    RemoteReference { reference: String },
     #[error("path '{reference}' escapes the input root {root}")]
     PathEscapesRoot { reference: String, root: String },
     #[error("{path}: not a recognised trajectory format{}", guess.as_ref().map(|g| format!(" (closest guess: {g})")).unwrap_or_default())]

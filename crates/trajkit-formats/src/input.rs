@@ -152,7 +152,10 @@ pub fn resolve_inside(root: &Path, base_dir: &Path, reference: &str) -> Result<P
     let rel = Path::new(reference);
     let escapes =
         || FormatError::PathEscapesRoot { reference: reference.to_string(), root: root.display().to_string() };
-    if rel.is_absolute() || reference.contains("://") {
+    if reference.contains("://") {
+        return Err(FormatError::RemoteReference { reference: reference.to_string() });
+    }
+    if rel.is_absolute() {
         return Err(escapes());
     }
     // Normalize lexically first so a missing target still gets the escape check.

@@ -50,9 +50,10 @@ impl FileReport {
     /// Counts an accepted top-level trajectory.
     pub fn add_trajectory(&mut self, t: &Trajectory) {
         self.trajectories += 1;
-        self.steps += t.steps.iter().filter(|s| !s.copied_context).count() as u64;
-        // Copied context repeats earlier calls: counting them again would double them.
-        self.tool_calls += t.steps.iter().filter(|s| !s.copied_context).map(|s| s.tool_calls.len() as u64).sum::<u64>();
+        // Copied context repeats earlier steps; sidechain steps belong to subagents.
+        let own = |s: &&trajkit_model::Step| !s.copied_context && !s.subagent;
+        self.steps += t.steps.iter().filter(own).count() as u64;
+        self.tool_calls += t.steps.iter().filter(own).map(|s| s.tool_calls.len() as u64).sum::<u64>();
         self.add_gaps(t);
         self.add_subagents(t);
     }

@@ -636,20 +636,17 @@ fn synthetic_tool_call_gaps() {
 fn synthetic_file_refs_and_continuations() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let d = tmp.path();
-    // head -> sub ok, sub invalid; continuation head -> tail -> head (a cycle: the
+    // head -> sub ok, sub missing; continuation head -> tail -> head (a cycle: the
     // first file of the cycle by path, head.json, is read as the head)
     let mut parent = base();
     set(
         &mut parent,
         "/steps/1/observation/results/0/subagent_trajectory_ref",
-        json!([{"trajectory_path": "subs/ok.json"}, {"trajectory_path": "subs/bad.json"}]),
+        json!([{"trajectory_path": "subs/ok.json"}, {"trajectory_path": "subs/gone.json"}]),
     );
     parent["continued_trajectory_ref"] = json!("tail.json");
     write(d, "a/head.json", &parent);
     write(d, "a/subs/ok.json", &base());
-    let mut bad = base();
-    set(&mut bad, "/steps/0/step_id", json!(7));
-    write(d, "a/subs/bad.json", &bad);
     let mut cont = base();
     set(&mut cont, "/steps/0/is_copied_context", json!(true));
     cont["continued_trajectory_ref"] = json!("head.json");
@@ -672,20 +669,20 @@ fn synthetic_file_refs_and_continuations() {
     assert_eq!(p.gaps.get("unresolved_subagent_ref"), Some(&1));
     // tail.json points back at head.json: the cycle stops the chain with a gap
     assert_eq!(p.gaps.get("unresolved_continuation"), Some(&1));
-    for rel in ["a/tail.json", "a/subs/ok.json", "a/subs/bad.json"] {
+    for rel in ["a/tail.json", "a/subs/ok.json"] {
         let x = find(rel);
         assert_eq!(x.part_of.as_deref(), Some(parent_display.as_str()), "{rel}");
         assert_eq!(x.records, 0, "{rel}");
     }
     let t = c.trajectories.iter().find(|t| t.provenance.path == parent_display).expect("parent");
     assert_eq!(t.metrics.as_ref().and_then(|m| m.prompt_tokens), Some(99));
-    let bad_gap = t
+    let missing = t
         .gaps
         .iter()
         .find(|g| g.kind == GapKind::UnresolvedSubagentRef)
         .and_then(|g| g.detail.clone())
         .unwrap_or_default();
-    assert!(bad_gap.contains("non_sequential_step_id"), "{bad_gap}");
+    assert!(missing.contains("gone.json: file not found"), "{missing}");
 
     let l = find("b/lone.json");
     assert_eq!(l.trajectories, 1);
@@ -749,4 +746,104 @@ fn synthetic_truncated_document_is_rejected_as_invalid_json() {
     assert_eq!((r[0].records, r[0].rejected), (1, 1));
     assert_eq!(r[0].reasons.get("invalid_json"), Some(&1));
     assert!(c.rejections[0].problems[0].message.contains("line"));
+}
+
+#[test]
+fn synthetic_invalid_referenced_files_reject_the_record() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = tmp.path();
+    let mut bad = base();
+    set(&mut bad, "/steps/0/step_id", json!(7));
+    // A subagent file that breaks a rule.
+    let mut parent = base();
+    set(
+        &mut parent,
+        "/steps/1/observation/results/0/subagent_trajectory_ref",
+        json!([{"trajectory_path": "bad.json"}]),
+    );
+    write(d, "s/head.json", &parent);
+    write(d, "s/bad.json", &bad);
+    // A continuation segment that breaks a rule.
+    let mut head = base();
+    head["continued_trajectory_ref"] = json!("cont.json");
+    write(d, "c/head.json", &head);
+    write(d, "c/cont.json", &bad);
+    let (r, c) = run(&[d.to_path_buf()]);
+    for dir in ["s", "c"] {
+        let want = d.join(dir).join("head.json").display().to_string();
+        let rep = r.iter().find(|x| x.path == want).expect("report");
+        assert_eq!((rep.trajectories, rep.rejected), (0, 1), "{dir}");
+        assert_eq!(rep.reasons.get("non_sequential_step_id"), Some(&1), "{dir}");
+    }
+    let paths: Vec<&str> = c.rejections.iter().map(|r| r.problems[0].json_path.as_str()).collect();
+    assert!(paths.iter().any(|p| p.ends_with("s/bad.json:$.steps[0].step_id")), "{paths:?}");
+    assert!(paths.iter().any(|p| p.ends_with("c/cont.json:$.steps[0].step_id")), "{paths:?}");
+}
+
+#[test]
+fn synthetic_a_referenced_file_of_another_format_is_left_to_its_reader() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = tmp.path();
+    let mut parent = base();
+    set(
+        &mut parent,
+        "/steps/1/observation/results/0/subagent_trajectory_ref",
+        json!([{"trajectory_path": "r_rollouts.jsonl"}]),
+    );
+    write(d, "p.json", &parent);
+    let gym = r#"{"responses_create_params":{"input":"hi"},"response":{"output":[]},"reward":1}"#;
+    std::fs::write(d.join("r_rollouts.jsonl"), format!("{gym}\n")).expect("write");
+    let (r, _) = run(&[d.to_path_buf()]);
+    let gym_report = r.iter().find(|x| x.path.ends_with("r_rollouts.jsonl")).expect("gym");
+    assert_eq!(
+        (gym_report.format.as_deref(), gym_report.trajectories, gym_report.part_of.as_deref()),
+        (Some("gym"), 1, None)
+    );
+    let p = r.iter().find(|x| x.path.ends_with("p.json")).expect("parent");
+    assert_eq!((p.trajectories, p.subagents, p.gaps.get("unresolved_subagent_ref")), (1, 0, Some(&1)));
+}
+
+#[test]
+fn synthetic_a_file_reached_twice_is_built_once() {
+    // l0 -> {a1, b1}; a1 -> {a2, b2}; b1 -> {a2, b2}; ... a diamond chain.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = tmp.path();
+    let levels = 12;
+    for level in 0..levels {
+        let names: Vec<String> =
+            if level == 0 { vec!["l0".into()] } else { vec![format!("a{level}"), format!("b{level}")] };
+        for name in names {
+            let mut v = base();
+            if level + 1 < levels {
+                let next = level + 1;
+                set(
+                    &mut v,
+                    "/steps/1/observation/results/0/subagent_trajectory_ref",
+                    json!([{"trajectory_path": format!("a{next}.json")}, {"trajectory_path": format!("b{next}.json")}]),
+                );
+            }
+            v["session_id"] = json!(name);
+            write(d, &format!("{name}.json"), &v);
+        }
+    }
+    let (r, _) = run(&[d.join("l0.json")]);
+    // Each of the 22 other files appears once in l0's record, not 2^11 times.
+    assert_eq!((r[0].trajectories, r[0].subagents), (1, 22));
+}
+
+#[test]
+fn synthetic_remote_refs_are_gaps_and_sidechains_are_not_counted() {
+    let mut v = base();
+    set(
+        &mut v,
+        "/steps/1/observation/results/0/subagent_trajectory_ref",
+        json!([{"trajectory_path": "s3://bucket/sub.json"}]),
+    );
+    set(&mut v, "/steps/1/extra", json!({"is_sidechain": true}));
+    let (r, c) = read_doc(&v);
+    assert_eq!((r.trajectories, r.rejected), (1, 0));
+    assert_eq!(r.gaps.get("unresolved_subagent_ref"), Some(&1));
+    // The sidechain step (with its call) belongs to a subagent: not this run's figures.
+    assert_eq!((r.steps, r.tool_calls), (1, 0));
+    assert!(c.trajectories[0].steps[1].subagent);
 }
