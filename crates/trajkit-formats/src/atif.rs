@@ -257,7 +257,7 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     if needle.is_empty() {
         return None;
     }
-    hay.windows(needle.len()).position(|w| w == needle)
+    memchr::memmem::find(hay, needle)
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {

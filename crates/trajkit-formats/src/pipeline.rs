@@ -16,7 +16,7 @@ use crate::input::{self, InputFile};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult, PEEK_BYTES};
 use crate::registry;
 use crate::rejection::{Problem, Reason, Rejection};
-use crate::report::FileReport;
+use crate::report::{FileReport, TrajectoryCounts};
 
 /// How to read.
 #[derive(Debug, Clone, Default)]
@@ -25,12 +25,16 @@ pub struct Options {
     pub format: Option<String>,
     /// Produce canonical JSON bytes for each accepted trajectory (for `convert`).
     pub canonical: bool,
+    /// Hand each accepted record to the sink. Without it the record is dropped on the
+    /// worker thread that built it (cheaper: no cross-thread frees).
+    pub records: bool,
 }
 
 /// Receives results in input order.
 pub trait Sink {
-    /// An accepted top-level trajectory; `canonical` is its canonical JSON when asked for.
-    fn trajectory(&mut self, file: &InputFile, t: &Trajectory, canonical: Option<&[u8]>);
+    /// An accepted top-level trajectory: the record when `Options::records` is set, its
+    /// canonical JSON when `Options::canonical` is set.
+    fn trajectory(&mut self, file: &InputFile, t: Option<&Trajectory>, canonical: Option<&[u8]>);
     /// A rejected record.
     fn rejection(&mut self, _r: &Rejection) {}
     /// A file is finished; its figures are final.
@@ -54,21 +58,37 @@ struct Plan {
     stdin: Option<Box<dyn BufRead + Send>>,
 }
 
-/// Records read in one go: their bytes live in one buffer that is reused (recycled
-/// from the consumer back to the producer), so large lines do not churn the allocator.
+/// Records read in one go, possibly from many files: their bytes live in one buffer
+/// that is reused (recycled from the consumer back to the producer), so large lines do
+/// not churn the allocator, and many small documents still make one parallel batch.
 #[derive(Default)]
 struct Batch {
     buf: Vec<u8>,
-    records: Vec<OwnedRecord>,
+    items: Vec<Item>,
 }
 
 impl Batch {
+    fn with_capacity() -> Self {
+        Batch { buf: Vec::with_capacity(BATCH_BYTES + (1 << 20)), items: Vec::new() }
+    }
+
     fn bytes(&self, r: &OwnedRecord) -> &[u8] {
         &self.buf[r.range.clone()]
     }
+
+    fn is_full(&self) -> bool {
+        self.items.len() >= BATCH_RECORDS || self.buf.len() >= BATCH_BYTES
+    }
+}
+
+/// A record, or the end of a file (with the error that ended it early, if any).
+enum Item {
+    Record(OwnedRecord),
+    End(usize, Option<String>),
 }
 
 struct OwnedRecord {
+    file: usize,
     range: std::ops::Range<usize>,
     line: Option<u64>,
     document_index: Option<u64>,
@@ -76,17 +96,6 @@ struct OwnedRecord {
 
 /// What the producer thread needs per file: the file, whether to read it, its layout.
 type ProducerJob = (InputFile, bool, Layout, Option<Box<dyn BufRead + Send>>);
-
-/// A batch after the parallel stage, or the end of a file.
-enum Done {
-    Batch(usize, Batch, Vec<Processed>),
-    End(usize, Option<String>),
-}
-
-enum Msg {
-    Batch(usize, Batch),
-    End(usize, Option<String>),
-}
 
 /// Reads every file, calling the sink in input order; returns one report per file.
 pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -> Result<Vec<FileReport>, FormatError> {
@@ -101,82 +110,75 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
     let mut plans: Vec<Plan> = files.into_par_iter().map(|f| plan(f, forced)).collect();
     mark_consumed(&mut plans);
 
-    let (tx, rx) = bounded::<Msg>(4);
+    let (tx, rx) = bounded::<Batch>(4);
     let (recycle_tx, recycle_rx) = bounded::<Batch>(8);
     let producer_plans: Vec<ProducerJob> = plans
         .iter_mut()
         .map(|p| {
-            (
-                p.file.clone(),
-                p.reader.is_some() && p.report.part_of.is_none() && p.report.error.is_none(),
-                p.layout,
-                p.stdin.take(),
-            )
+            let wanted = p.reader.is_some() && p.report.part_of.is_none() && p.report.error.is_none();
+            (p.file.clone(), wanted, p.layout, p.stdin.take())
         })
         .collect();
     let stage_jobs: Vec<(Option<&'static dyn Reader>, InputFile)> =
         plans.iter().map(|p| (p.reader, p.file.clone())).collect();
     let producer = std::thread::spawn(move || {
+        let mut out = Producer { tx, recycled: recycle_rx, batch: Batch::with_capacity() };
         for (idx, (file, wanted, layout, stdin)) in producer_plans.into_iter().enumerate() {
-            let err = if wanted { produce(idx, &file, layout, stdin, &tx, &recycle_rx).err() } else { None };
-            if tx.send(Msg::End(idx, err)).is_err() {
+            let err = if wanted { out.file(idx, &file, layout, stdin).err() } else { None };
+            if out.push(Item::End(idx, err)).is_err() {
                 return;
             }
         }
+        out.flush();
     });
     // The parallel stage runs on its own thread so that records of the next batch are
     // mapped while this thread applies and writes the previous one.
-    let (done_tx, done_rx) = bounded::<Done>(2);
-    let canonical = opts.canonical;
+    let (done_tx, done_rx) = bounded::<(Batch, Vec<Option<Processed>>)>(2);
+    let (canonical, keep) = (opts.canonical, opts.records);
     let stage = std::thread::spawn(move || {
-        for msg in rx {
-            let out = match msg {
-                Msg::Batch(idx, batch) => {
-                    let Some((Some(reader), file)) = stage_jobs.get(idx) else { continue };
-                    let processed: Vec<Processed> = batch
-                        .records
-                        .par_iter()
-                        .map(|r| process(*reader, batch.bytes(r), r, file, canonical))
-                        .collect();
-                    Done::Batch(idx, batch, processed)
-                }
-                Msg::End(idx, err) => Done::End(idx, err),
-            };
-            if done_tx.send(out).is_err() {
+        for batch in rx {
+            let processed: Vec<Option<Processed>> = batch
+                .items
+                .par_iter()
+                .map(|item| match item {
+                    Item::Record(r) => match stage_jobs.get(r.file) {
+                        Some((Some(reader), file)) => Some(process(*reader, batch.bytes(r), r, file, canonical, keep)),
+                        _ => None,
+                    },
+                    Item::End(..) => None,
+                })
+                .collect();
+            if done_tx.send((batch, processed)).is_err() {
                 return;
             }
         }
     });
 
     let mut states: HashMap<usize, FileState> = HashMap::new();
-    for msg in done_rx {
-        match msg {
-            Done::Batch(idx, mut batch, processed) => {
-                let plan = &mut plans[idx];
-                let state = states.entry(idx).or_default();
-                for (rec, p) in batch.records.iter().zip(processed) {
-                    apply(plan, state, rec, p, sink);
+    'batches: for (mut batch, processed) in done_rx {
+        for (item, p) in batch.items.drain(..).zip(processed) {
+            match (item, p) {
+                (Item::Record(rec), Some(p)) => {
+                    let plan = &mut plans[rec.file];
+                    apply(plan, states.entry(rec.file).or_default(), &rec, p, sink);
                     if sink.should_stop() {
-                        break;
+                        sink.file_done(&plan.report);
+                        break 'batches;
                     }
                 }
-                batch.buf.clear();
-                batch.records.clear();
-                let _ = recycle_tx.try_send(batch);
-                if sink.should_stop() {
+                (Item::End(idx, err), _) => {
+                    let plan = &mut plans[idx];
+                    states.remove(&idx);
+                    if let Some(e) = err {
+                        plan.report.error = Some(e);
+                    }
                     sink.file_done(&plan.report);
-                    break;
                 }
-            }
-            Done::End(idx, err) => {
-                let plan = &mut plans[idx];
-                states.remove(&idx);
-                if let Some(e) = err {
-                    plan.report.error = Some(e);
-                }
-                sink.file_done(&plan.report);
+                (Item::Record(_), None) => {}
             }
         }
+        batch.buf.clear();
+        let _ = recycle_tx.try_send(batch);
     }
     let _ = stage.join();
     let _ = producer.join();
@@ -289,69 +291,123 @@ fn mark_consumed(plans: &mut [Plan]) {
     }
 }
 
-/// Streams a file's records into batches on the channel.
-fn produce(
-    idx: usize,
-    file: &InputFile,
-    layout: Layout,
-    stdin: Option<Box<dyn BufRead + Send>>,
-    tx: &crossbeam_channel::Sender<Msg>,
-    recycled: &crossbeam_channel::Receiver<Batch>,
-) -> Result<(), String> {
-    let mut reader = match stdin {
-        Some(r) => r,
-        None => input::open(file).map_err(|e| e.to_string())?,
-    };
-    let fresh = || {
-        recycled
-            .try_recv()
-            .unwrap_or_else(|_| Batch { buf: Vec::with_capacity(BATCH_BYTES + (1 << 20)), records: Vec::new() })
-    };
-    if layout == Layout::Document {
-        let mut batch = fresh();
-        reader.read_to_end(&mut batch.buf).map_err(|e| format!("{}: read failed: {}", file.display, e))?;
-        batch.records.push(OwnedRecord { range: 0..batch.buf.len(), line: None, document_index: Some(0) });
-        let _ = tx.send(Msg::Batch(idx, batch));
-        return Ok(());
+/// The producer thread's side: fills batches in input order and sends them when full.
+struct Producer {
+    tx: crossbeam_channel::Sender<Batch>,
+    recycled: crossbeam_channel::Receiver<Batch>,
+    batch: Batch,
+}
+
+/// The consumer has stopped (e.g. `--strict`): stop reading.
+struct Stopped;
+
+impl Producer {
+    /// Adds an item; sends the batch when it is full.
+    fn push(&mut self, item: Item) -> Result<(), Stopped> {
+        self.batch.items.push(item);
+        if self.batch.is_full() {
+            let next = self.recycled.try_recv().unwrap_or_else(|_| Batch::with_capacity());
+            self.tx.send(std::mem::replace(&mut self.batch, next)).map_err(|_| Stopped)?;
+        }
+        Ok(())
     }
-    let mut batch = fresh();
-    let mut line_no = 0u64;
-    loop {
-        let start = batch.buf.len();
-        let n = match reader.read_until(b'\n', &mut batch.buf) {
-            Ok(n) => n,
-            Err(e) => {
-                // Records read before the failure still count.
-                batch.buf.truncate(start);
-                if !batch.records.is_empty() {
-                    let _ = tx.send(Msg::Batch(idx, batch));
-                }
-                return Err(format!("{}:{}: read failed after line {}: {}", file.display, line_no + 1, line_no, e));
-            }
+
+    fn flush(&mut self) {
+        if !self.batch.items.is_empty() {
+            let _ = self.tx.send(std::mem::take(&mut self.batch));
+        }
+    }
+
+    /// Streams one file's records (a document, or one record per line).
+    fn file(
+        &mut self,
+        idx: usize,
+        file: &InputFile,
+        layout: Layout,
+        stdin: Option<Box<dyn BufRead + Send>>,
+    ) -> Result<(), String> {
+        let mut reader = match stdin {
+            Some(r) => r,
+            None => input::open(file).map_err(|e| e.to_string())?,
         };
-        if n == 0 {
-            break;
+        if layout == Layout::Document {
+            let start = self.batch.buf.len();
+            if let Err(e) = reader.read_to_end(&mut self.batch.buf) {
+                self.batch.buf.truncate(start);
+                return Err(format!("{}: read failed: {}", file.display, e));
+            }
+            let range = start..self.batch.buf.len();
+            let rec = OwnedRecord { file: idx, range, line: None, document_index: Some(0) };
+            return self.push(Item::Record(rec)).map_err(|_| String::new());
         }
-        line_no += 1;
-        while batch.buf.len() > start && matches!(batch.buf.last(), Some(b'\n' | b'\r')) {
-            batch.buf.pop();
-        }
-        if batch.buf[start..].iter().all(|b| b.is_ascii_whitespace()) {
-            batch.buf.truncate(start);
-            continue;
-        }
-        let end = batch.buf.len();
-        batch.records.push(OwnedRecord { range: start..end, line: Some(line_no), document_index: None });
-        if (batch.records.len() >= BATCH_RECORDS || batch.buf.len() >= BATCH_BYTES)
-            && tx.send(Msg::Batch(idx, std::mem::replace(&mut batch, fresh()))).is_err()
-        {
-            return Ok(());
+        self.lines(idx, file, &mut reader)
+    }
+
+    /// Reads JSON Lines in large chunks straight into the batch buffer and cuts records at
+    /// newlines (no per-line copy); a line cut by the end of a batch moves to the next one.
+    fn lines(&mut self, idx: usize, file: &InputFile, reader: &mut dyn BufRead) -> Result<(), String> {
+        const CHUNK: u64 = 1 << 20;
+        let mut line_start = self.batch.buf.len();
+        let mut line_no = 0u64;
+        loop {
+            let scan_from = self.batch.buf.len();
+            let read = reader.take(CHUNK).read_to_end(&mut self.batch.buf);
+            // Complete lines are records even when the read then failed (bytes read before
+            // an error are kept by read_to_end).
+            let newlines: Vec<usize> =
+                memchr::memchr_iter(b'\n', &self.batch.buf[scan_from..]).map(|p| p + scan_from).collect();
+            for nl in newlines {
+                line_no += 1;
+                self.record(idx, line_start..nl, line_no);
+                line_start = nl + 1;
+            }
+            let n = match read {
+                Ok(n) => n,
+                Err(e) => {
+                    self.batch.buf.truncate(line_start);
+                    return Err(format!("{}:{}: read failed after line {}: {}", file.display, line_no + 1, line_no, e));
+                }
+            };
+            let end = self.batch.buf.len();
+            if n == 0 {
+                // A last line without a newline.
+                if line_start < end {
+                    line_no += 1;
+                    self.record(idx, line_start..end, line_no);
+                }
+                return Ok(());
+            }
+            // A batch holding only part of one long line keeps growing instead.
+            if self.batch.is_full() && !self.batch.items.is_empty() {
+                line_start = match self.send_keeping_tail(line_start) {
+                    Ok(s) => s,
+                    Err(Stopped) => return Ok(()),
+                };
+            }
         }
     }
-    if !batch.records.is_empty() {
-        let _ = tx.send(Msg::Batch(idx, batch));
+
+    /// Adds the line at `range` (without its newline) unless it is blank.
+    fn record(&mut self, idx: usize, mut range: std::ops::Range<usize>, line: u64) {
+        let buf = &self.batch.buf;
+        while range.end > range.start && buf[range.end - 1] == b'\r' {
+            range.end -= 1;
+        }
+        if buf[range.clone()].iter().all(|b| b.is_ascii_whitespace()) {
+            return;
+        }
+        self.batch.items.push(Item::Record(OwnedRecord { file: idx, range, line: Some(line), document_index: None }));
     }
-    Ok(())
+
+    /// Sends the full batch; the partial line from `tail` on starts the next batch.
+    /// Returns where that partial line starts in the new buffer.
+    fn send_keeping_tail(&mut self, tail: usize) -> Result<usize, Stopped> {
+        let mut next = self.recycled.try_recv().unwrap_or_else(|_| Batch::with_capacity());
+        next.buf.extend_from_slice(&self.batch.buf[tail..]);
+        self.batch.buf.truncate(tail);
+        self.tx.send(std::mem::replace(&mut self.batch, next)).map_err(|_| Stopped)?;
+        Ok(0)
+    }
 }
 
 /// A record after the parallel stage.
@@ -361,12 +417,20 @@ struct Processed {
 }
 
 struct Accepted {
-    trajectory: Box<Trajectory>,
+    trajectory: Option<Box<Trajectory>>,
+    counts: TrajectoryCounts,
     rollout_key: Option<String>,
     canonical: Option<Vec<u8>>,
 }
 
-fn process(reader: &dyn Reader, bytes: &[u8], rec: &OwnedRecord, file: &InputFile, canonical: bool) -> Processed {
+fn process(
+    reader: &dyn Reader,
+    bytes: &[u8],
+    rec: &OwnedRecord,
+    file: &InputFile,
+    canonical: bool,
+    keep: bool,
+) -> Processed {
     let sha: [u8; 32] = Sha256::digest(bytes).into();
     let sha_hex = trajkit_model::canonical::hex(&sha);
     let raw = RawRecord { bytes, sha256: &sha_hex, line: rec.line, document_index: rec.document_index };
@@ -374,7 +438,12 @@ fn process(reader: &dyn Reader, bytes: &[u8], rec: &OwnedRecord, file: &InputFil
         RecordResult::Rejected(problems) => Err(problems),
         RecordResult::Accepted { mut trajectory, rollout_key, .. } => {
             match seal_and_serialize(&mut trajectory, canonical, bytes.len()) {
-                Ok(bytes) => Ok(Accepted { trajectory, rollout_key, canonical: bytes }),
+                Ok(out) => Ok(Accepted {
+                    counts: TrajectoryCounts::of(&trajectory),
+                    trajectory: keep.then_some(trajectory),
+                    rollout_key,
+                    canonical: out,
+                }),
                 Err(e) => {
                     Err(vec![Problem::new(Reason::SchemaViolation, "$", format!("cannot serialize record: {e}"))])
                 }
@@ -440,8 +509,8 @@ fn apply(plan: &mut Plan, state: &mut FileState, rec: &OwnedRecord, p: Processed
                 state.rollouts.insert(key.clone(), p.sha);
             }
             state.seen.insert(p.sha);
-            plan.report.add_trajectory(&acc.trajectory);
-            sink.trajectory(&plan.file, &acc.trajectory, acc.canonical.as_deref());
+            plan.report.add_trajectory(&acc.counts);
+            sink.trajectory(&plan.file, acc.trajectory.as_deref(), acc.canonical.as_deref());
         }
     }
 }

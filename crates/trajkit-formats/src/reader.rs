@@ -44,7 +44,7 @@ impl Peek<'_> {
 }
 
 fn memfind(hay: &[u8], needle: &[u8]) -> bool {
-    !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
+    !needle.is_empty() && memchr::memmem::find(hay, needle).is_some()
 }
 
 /// A reader's claim on a file.

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use trajkit_model::Trajectory;
+use trajkit_model::{GapKind, Step, Trajectory};
 
 use crate::rejection::Reason;
 
@@ -48,27 +48,13 @@ impl FileReport {
     }
 
     /// Counts an accepted top-level trajectory.
-    pub fn add_trajectory(&mut self, t: &Trajectory) {
+    pub fn add_trajectory(&mut self, c: &TrajectoryCounts) {
         self.trajectories += 1;
-        // Copied context repeats earlier steps; sidechain steps belong to subagents.
-        let own = |s: &&trajkit_model::Step| !s.copied_context && !s.subagent;
-        self.steps += t.steps.iter().filter(own).count() as u64;
-        self.tool_calls += t.steps.iter().filter(own).map(|s| s.tool_calls.len() as u64).sum::<u64>();
-        self.add_gaps(t);
-        self.add_subagents(t);
-    }
-
-    fn add_subagents(&mut self, t: &Trajectory) {
-        for s in &t.subagents {
-            self.subagents += 1;
-            self.add_gaps(&s.trajectory);
-            self.add_subagents(&s.trajectory);
-        }
-    }
-
-    fn add_gaps(&mut self, t: &Trajectory) {
-        for g in &t.gaps {
-            *self.gaps.entry(g.kind.as_str().to_string()).or_default() += 1;
+        self.steps += c.steps;
+        self.tool_calls += c.tool_calls;
+        self.subagents += c.subagents;
+        for (kind, n) in &c.gaps {
+            *self.gaps.entry(kind.as_str().to_string()).or_default() += n;
         }
     }
 
@@ -76,5 +62,40 @@ impl FileReport {
     pub fn add_rejection(&mut self, reason: Reason) {
         self.rejected += 1;
         *self.reasons.entry(reason.as_str().to_string()).or_default() += 1;
+    }
+}
+
+/// What one accepted trajectory adds to its file's figures; computed where the record is
+/// built so the record itself need not travel further.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TrajectoryCounts {
+    pub steps: u64,
+    pub tool_calls: u64,
+    pub subagents: u64,
+    pub gaps: BTreeMap<GapKind, u64>,
+}
+
+impl TrajectoryCounts {
+    /// Steps and calls of the run itself (copied context repeats earlier steps; sidechain
+    /// steps belong to subagents), subagents recursively, gaps of all of them.
+    pub fn of(t: &Trajectory) -> Self {
+        let own = |s: &&Step| !s.copied_context && !s.subagent;
+        let mut c = TrajectoryCounts {
+            steps: t.steps.iter().filter(own).count() as u64,
+            tool_calls: t.steps.iter().filter(own).map(|s| s.tool_calls.len() as u64).sum(),
+            ..Default::default()
+        };
+        c.add_gaps_and_subagents(t);
+        c
+    }
+
+    fn add_gaps_and_subagents(&mut self, t: &Trajectory) {
+        for g in &t.gaps {
+            *self.gaps.entry(g.kind).or_default() += 1;
+        }
+        for s in &t.subagents {
+            self.subagents += 1;
+            self.add_gaps_and_subagents(&s.trajectory);
+        }
     }
 }

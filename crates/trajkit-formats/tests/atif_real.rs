@@ -22,8 +22,8 @@ struct Collect {
 }
 
 impl trajkit_formats::Sink for Collect {
-    fn trajectory(&mut self, _file: &InputFile, t: &Trajectory, _canonical: Option<&[u8]>) {
-        self.trajectories.push(t.clone());
+    fn trajectory(&mut self, _file: &InputFile, t: Option<&Trajectory>, _canonical: Option<&[u8]>) {
+        self.trajectories.extend(t.cloned());
     }
     fn rejection(&mut self, r: &Rejection) {
         self.rejections.push(r.clone());
@@ -39,7 +39,7 @@ fn run_with(args: &[PathBuf], opts: &Options) -> (Vec<FileReport>, Collect) {
 }
 
 fn run(args: &[PathBuf]) -> (Vec<FileReport>, Collect) {
-    run_with(args, &Options::default())
+    run_with(args, &Options { records: true, ..Options::default() })
 }
 
 fn by_path<'a>(c: &'a Collect, path: &str) -> &'a Trajectory {
@@ -507,7 +507,7 @@ fn synthetic_missing_schema_version_is_rejected_when_forced() {
     assert_eq!(r[0].format, None);
     assert!(r[0].guess.as_deref().is_some_and(|g| g.starts_with("atif")));
     // ... and rejected when the format is forced.
-    let opts = Options { format: Some("atif".into()), canonical: false };
+    let opts = Options { format: Some("atif".into()), canonical: false, records: true };
     let (r, c) = run_with(&[tmp.path().to_path_buf()], &opts);
     assert_eq!(r[0].reasons.get("schema_violation"), Some(&1));
     assert_eq!(c.rejections[0].problems[0].json_path, "$.schema_version");

@@ -215,3 +215,36 @@ fn forced_format_and_unknown_format() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(text(&bad.stderr).contains("unknown format 'nope'"));
 }
+
+#[test]
+fn lines_crossing_chunk_and_batch_boundaries_are_read_whole() {
+    // Synthetic: line sizes chosen to straddle the 1 MiB read chunks and 8 MiB batches.
+    let dir = tempfile::tempdir().unwrap();
+    let sizes: Vec<usize> = (0..30).map(|i| [10, 1_500_000, 300, 2_900_000, 70_000][i % 5] + i).collect();
+    let mut body = String::new();
+    for (i, n) in sizes.iter().enumerate() {
+        body.push_str(&GOOD.replace("hello", &"y".repeat(*n)));
+        body.push_str(if i % 3 == 0 { "\r\n" } else { "\n" });
+        if i % 7 == 0 {
+            body.push_str("   \n");
+        }
+    }
+    body.push_str(&GOOD.replace("hello", "last line without newline"));
+    let p = write(dir.path(), "big_rollouts.jsonl", body.as_bytes());
+    let out_path = dir.path().join("out.jsonl");
+    let out = trajkit(&["convert", p.to_str().unwrap(), "-o", out_path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let records: Vec<serde_json::Value> =
+        std::fs::read_to_string(&out_path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(records.len(), sizes.len() + 1);
+    let mut expected_line = 1;
+    for (i, r) in records.iter().enumerate() {
+        assert_eq!(r["provenance"]["line"], expected_line, "record {i}");
+        expected_line += if i % 7 == 0 { 2 } else { 1 };
+        let content = r["steps"][1]["content"].as_str().unwrap();
+        match sizes.get(i) {
+            Some(n) => assert_eq!(content.len(), *n, "record {i}"),
+            None => assert_eq!(content, "last line without newline"),
+        }
+    }
+}

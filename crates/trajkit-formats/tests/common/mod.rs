@@ -20,8 +20,8 @@ pub struct Collected {
 }
 
 impl Sink for Collected {
-    fn trajectory(&mut self, _: &InputFile, t: &Trajectory, _: Option<&[u8]>) {
-        self.trajectories.push(t.clone());
+    fn trajectory(&mut self, _: &InputFile, t: Option<&Trajectory>, _: Option<&[u8]>) {
+        self.trajectories.extend(t.cloned());
     }
     fn rejection(&mut self, r: &Rejection) {
         self.rejections.push(r.clone());
@@ -30,7 +30,7 @@ impl Sink for Collected {
 
 /// Reads `paths` with detection.
 pub fn read(paths: &[PathBuf]) -> Collected {
-    read_with(paths, Options::default())
+    read_with(paths, Options { records: true, ..Options::default() })
 }
 
 pub fn read_with(paths: &[PathBuf], opts: Options) -> Collected {

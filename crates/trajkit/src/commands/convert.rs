@@ -17,7 +17,7 @@ struct Writer {
 }
 
 impl Sink for Writer {
-    fn trajectory(&mut self, _: &InputFile, _: &trajkit_model::Trajectory, canonical: Option<&[u8]>) {
+    fn trajectory(&mut self, _: &InputFile, _: Option<&trajkit_model::Trajectory>, canonical: Option<&[u8]>) {
         if self.error.is_some() {
             return;
         }

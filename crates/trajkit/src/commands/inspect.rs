@@ -8,7 +8,7 @@ use crate::ReadArgs;
 
 struct Discard;
 impl Sink for Discard {
-    fn trajectory(&mut self, _: &InputFile, _: &trajkit_model::Trajectory, _: Option<&[u8]>) {}
+    fn trajectory(&mut self, _: &InputFile, _: Option<&trajkit_model::Trajectory>, _: Option<&[u8]>) {}
 }
 
 pub fn run(args: &ReadArgs, json: bool) -> Result<u8> {

@@ -51,7 +51,7 @@ pub fn read(read: &ReadArgs, canonical: bool, sink: &mut dyn Sink) -> Result<Rea
     }
     let bar = crate::progress::files(files.len());
     let mut with_bar = ProgressSink { inner: sink, bar: &bar };
-    let opts = Options { format: read.format.clone(), canonical };
+    let opts = Options { format: read.format.clone(), canonical, records: false };
     let reports = trajkit_formats::read_inputs(files, &opts, &mut with_bar)?;
     bar.finish_and_clear();
     Ok(ReadOutcome { reports, missing })
@@ -63,7 +63,7 @@ struct ProgressSink<'a> {
 }
 
 impl Sink for ProgressSink<'_> {
-    fn trajectory(&mut self, file: &InputFile, t: &trajkit_model::Trajectory, canonical: Option<&[u8]>) {
+    fn trajectory(&mut self, file: &InputFile, t: Option<&trajkit_model::Trajectory>, canonical: Option<&[u8]>) {
         self.inner.trajectory(file, t, canonical)
     }
     fn rejection(&mut self, r: &trajkit_formats::Rejection) {

@@ -14,7 +14,7 @@ struct Problems {
 }
 
 impl Sink for Problems {
-    fn trajectory(&mut self, _: &InputFile, _: &trajkit_model::Trajectory, _: Option<&[u8]>) {}
+    fn trajectory(&mut self, _: &InputFile, _: Option<&trajkit_model::Trajectory>, _: Option<&[u8]>) {}
 
     fn rejection(&mut self, r: &Rejection) {
         self.rejected += 1;
