@@ -1543,12 +1543,14 @@ fn task_of(steps: &[Step], short_sha: &str) -> Task {
     match instruction {
         Some(text) => Task {
             environment: None,
+            id: None,
             key: instruction_task_key(&text, None),
             key_source: TaskKeySource::InstructionHash,
             instruction: Some(text),
         },
         None => Task {
             environment: None,
+            id: None,
             instruction: None,
             key: format!("r:{short_sha}"),
             key_source: TaskKeySource::RecordHash,

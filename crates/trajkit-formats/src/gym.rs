@@ -547,10 +547,10 @@ fn task(row: &mut Map<String, Value>, steps: &[Step], environment: Option<&str>,
         _ => None,
     });
     let instruction = initial_instruction(steps);
-    let (key, key_source) = match (explicit, &instruction) {
+    let (key, key_source) = match (&explicit, &instruction) {
         (Some(id), _) => (format!("{}/{}", environment.unwrap_or("gym"), id), TaskKeySource::Explicit),
         (None, Some(text)) => (instruction_task_key(text, environment), TaskKeySource::InstructionHash),
         (None, None) => (format!("r:{}", &sha[..16]), TaskKeySource::RecordHash),
     };
-    Task { environment: environment.map(str::to_string), instruction, key, key_source }
+    Task { environment: environment.map(str::to_string), id: explicit, instruction, key, key_source }
 }

@@ -105,6 +105,10 @@ pub struct Task {
     /// Environment (benchmark, resource server) name when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment: Option<String>,
+    /// The task's own id as the source names it (instance id, task id), when it has one;
+    /// outcome joins (`--outcomes`, side files) match on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
     /// First instruction given to the agent, when identifiable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instruction: Option<String>,
@@ -374,6 +378,9 @@ pub enum GapKind {
     IncompleteGeneration,
     /// Tool-call arguments were not valid JSON and are kept verbatim.
     InvalidToolArguments,
+    /// A joined outcome (side file, `--outcomes`) disagrees with the record's own; the
+    /// record's own is kept.
+    OutcomeConflict,
 }
 
 impl GapKind {
@@ -388,11 +395,12 @@ impl GapKind {
             GapKind::NoSteps => "no_steps",
             GapKind::IncompleteGeneration => "incomplete_generation",
             GapKind::InvalidToolArguments => "invalid_tool_arguments",
+            GapKind::OutcomeConflict => "outcome_conflict",
         }
     }
 
     /// Every gap kind, for documentation and tests.
-    pub const ALL: [GapKind; 8] = [
+    pub const ALL: [GapKind; 9] = [
         GapKind::UnansweredToolCall,
         GapKind::ResultWithoutCall,
         GapKind::DuplicateToolCallId,
@@ -401,6 +409,7 @@ impl GapKind {
         GapKind::NoSteps,
         GapKind::IncompleteGeneration,
         GapKind::InvalidToolArguments,
+        GapKind::OutcomeConflict,
     ];
 }
 
