@@ -66,6 +66,22 @@ pub fn content_text(v: &Value) -> Option<String> {
     }
 }
 
+/// Byte ranges of the elements of a top-level JSON array (without copying them), or
+/// `None` when the bytes are not a JSON array.
+pub fn array_elements(bytes: &[u8]) -> Option<Vec<std::ops::Range<usize>>> {
+    let items: Vec<&serde_json::value::RawValue> = serde_json::from_slice(bytes).ok()?;
+    let base = bytes.as_ptr() as usize;
+    Some(
+        items
+            .iter()
+            .map(|raw| {
+                let start = raw.get().as_ptr() as usize - base;
+                start..start + raw.get().len()
+            })
+            .collect(),
+    )
+}
+
 /// JSON path of an array element: `$.steps[3]`.
 pub fn idx(path: &str, i: usize) -> String {
     format!("{path}[{i}]")

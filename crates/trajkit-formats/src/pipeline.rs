@@ -94,8 +94,9 @@ struct OwnedRecord {
     document_index: Option<u64>,
 }
 
-/// What the producer thread needs per file: the file, whether to read it, its layout.
-type ProducerJob = (InputFile, bool, Layout, Option<Box<dyn BufRead + Send>>);
+/// What the producer thread needs per file: the file, its reader when it is to be read,
+/// its layout, and standard input when that is the file.
+type ProducerJob = (InputFile, Option<&'static dyn Reader>, Layout, Option<Box<dyn BufRead + Send>>);
 
 /// Reads every file, calling the sink in input order; returns one report per file.
 pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -> Result<Vec<FileReport>, FormatError> {
@@ -115,16 +116,19 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
     let producer_plans: Vec<ProducerJob> = plans
         .iter_mut()
         .map(|p| {
-            let wanted = p.reader.is_some() && p.report.part_of.is_none() && p.report.error.is_none();
-            (p.file.clone(), wanted, p.layout, p.stdin.take())
+            let wanted = p.report.part_of.is_none() && p.report.error.is_none();
+            (p.file.clone(), p.reader.filter(|_| wanted), p.layout, p.stdin.take())
         })
         .collect();
     let stage_jobs: Vec<(Option<&'static dyn Reader>, InputFile)> =
         plans.iter().map(|p| (p.reader, p.file.clone())).collect();
     let producer = std::thread::spawn(move || {
         let mut out = Producer { tx, recycled: recycle_rx, batch: Batch::with_capacity() };
-        for (idx, (file, wanted, layout, stdin)) in producer_plans.into_iter().enumerate() {
-            let err = if wanted { out.file(idx, &file, layout, stdin).err() } else { None };
+        for (idx, (file, reader, layout, stdin)) in producer_plans.into_iter().enumerate() {
+            let err = match reader {
+                Some(reader) => out.file(idx, &file, reader, layout, stdin).err(),
+                None => None,
+            };
             if out.push(Item::End(idx, err)).is_err() {
                 return;
             }
@@ -305,6 +309,11 @@ impl Producer {
     /// Adds an item; sends the batch when it is full.
     fn push(&mut self, item: Item) -> Result<(), Stopped> {
         self.batch.items.push(item);
+        self.send_if_full()
+    }
+
+    /// Sends the batch when it is full.
+    fn send_if_full(&mut self) -> Result<(), Stopped> {
         if self.batch.is_full() {
             let next = self.recycled.try_recv().unwrap_or_else(|_| Batch::with_capacity());
             self.tx.send(std::mem::replace(&mut self.batch, next)).map_err(|_| Stopped)?;
@@ -323,6 +332,7 @@ impl Producer {
         &mut self,
         idx: usize,
         file: &InputFile,
+        reader_of: &dyn Reader,
         layout: Layout,
         stdin: Option<Box<dyn BufRead + Send>>,
     ) -> Result<(), String> {
@@ -336,9 +346,14 @@ impl Producer {
                 self.batch.buf.truncate(start);
                 return Err(format!("{}: read failed: {}", file.display, e));
             }
-            let range = start..self.batch.buf.len();
-            let rec = OwnedRecord { file: idx, range, line: None, document_index: Some(0) };
-            return self.push(Item::Record(rec)).map_err(|_| String::new());
+            let end = self.batch.buf.len();
+            let ranges = reader_of.split_document(&self.batch.buf[start..end]).unwrap_or_else(|| vec![0..end - start]);
+            for (i, r) in ranges.into_iter().enumerate() {
+                let range = start + r.start..start + r.end;
+                let rec = OwnedRecord { file: idx, range, line: None, document_index: Some(i as u64) };
+                self.batch.items.push(Item::Record(rec));
+            }
+            return self.send_if_full().map_err(|_| String::new());
         }
         self.lines(idx, file, &mut reader)
     }

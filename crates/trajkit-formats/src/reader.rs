@@ -92,6 +92,13 @@ pub trait Reader: Send + Sync {
         Vec::new()
     }
 
+    /// For document files that hold several trajectories (a JSON array of them): the byte
+    /// ranges of the records, each read with `document_index` = its position. `None` (the
+    /// default) reads the whole document as one record.
+    fn split_document(&self, _bytes: &[u8]) -> Option<Vec<std::ops::Range<usize>>> {
+        None
+    }
+
     /// Maps one record to a trajectory or a rejection. Runs in parallel.
     fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult;
 }
