@@ -7,6 +7,8 @@ pub enum FormatError {
     Io { path: String, source: std::io::Error },
     #[error("{path}:{line}: read failed after {line} lines: {source}")]
     ReadFailed { path: String, line: u64, source: std::io::Error },
+    #[error("{path}: {message}")]
+    Report { path: String, message: String },
     #[error("'{reference}' is a remote reference (not read)")]
     RemoteReference { reference: String },
     #[error("path '{reference}' escapes the input root {root}")]

@@ -495,7 +495,7 @@ fn outcome(row: &mut Map<String, Value>) -> Outcome {
         }
     }
     let verification = if reward.is_some() { Verification::SourceEvaluator } else { Verification::Unverified };
-    Outcome { reward, reward_components: components, status: Default::default(), verification }
+    Outcome { reward, reward_components: components, source: None, status: Default::default(), verification }
 }
 
 /// Rollout key: (`_ng_task_index`, `_ng_rollout_index`) or `ng_trajectory`'s rollout id.

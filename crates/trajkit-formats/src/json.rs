@@ -1,5 +1,7 @@
 //! Small helpers for mapping parsed JSON into the record without copying.
 
+use std::ops::Range;
+
 use serde_json::{Map, Value};
 use trajkit_model::Extra;
 
@@ -66,23 +68,90 @@ pub fn content_text(v: &Value) -> Option<String> {
     }
 }
 
-/// Byte ranges of the elements of a top-level JSON array (without copying them), or
-/// `None` when the bytes are not a JSON array.
-pub fn array_elements(bytes: &[u8]) -> Option<Vec<std::ops::Range<usize>>> {
-    let items: Vec<&serde_json::value::RawValue> = serde_json::from_slice(bytes).ok()?;
-    let base = bytes.as_ptr() as usize;
-    Some(
-        items
-            .iter()
-            .map(|raw| {
-                let start = raw.get().as_ptr() as usize - base;
-                start..start + raw.get().len()
-            })
-            .collect(),
-    )
+/// Byte ranges of the elements of a top-level JSON array (whitespace around each element
+/// excluded), or `None` when `bytes` is not one complete array. A small scanner: it tracks
+/// string state (with escapes) and bracket depth and does not validate the elements, which
+/// are parsed (and, when malformed, rejected) one by one.
+pub fn array_elements(bytes: &[u8]) -> Option<Vec<Range<usize>>> {
+    let skip_ws = |mut i: usize| {
+        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        i
+    };
+    let mut i = skip_ws(if bytes.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 });
+    if bytes.get(i) != Some(&b'[') {
+        return None;
+    }
+    i = skip_ws(i + 1);
+    let mut out = Vec::new();
+    if bytes.get(i) == Some(&b']') {
+        return (skip_ws(i + 1) == bytes.len()).then_some(out);
+    }
+    loop {
+        let start = i;
+        let (end, closer) = scan_value(bytes, i)?;
+        let mut trimmed = end;
+        while trimmed > start && bytes[trimmed - 1].is_ascii_whitespace() {
+            trimmed -= 1;
+        }
+        if trimmed == start {
+            return None;
+        }
+        out.push(start..trimmed);
+        i = skip_ws(end + 1);
+        if closer == b']' {
+            return (i == bytes.len()).then_some(out);
+        }
+    }
+}
+
+/// Scans one array element from `start`: returns the index of the `,` or `]` that ends it
+/// (at depth 0) and that byte.
+fn scan_value(bytes: &[u8], start: usize) -> Option<(usize, u8)> {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for (i, &b) in bytes.iter().enumerate().skip(start) {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => depth += 1,
+            b']' | b'}' if depth > 0 => depth -= 1,
+            b']' | b',' if depth == 0 => return Some((i, b)),
+            b'}' => return None,
+            _ => {}
+        }
+    }
+    None
 }
 
 /// JSON path of an array element: `$.steps[3]`.
 pub fn idx(path: &str, i: usize) -> String {
     format!("{path}[{i}]")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::array_elements as elements;
+
+    #[test]
+    fn elements_of_arrays() {
+        let doc = br#" [ {"a": "x,]\"}"} , [1, [2]], "s" ,3 ] "#;
+        let got: Vec<&[u8]> = elements(doc).unwrap_or_default().into_iter().map(|r| &doc[r]).collect();
+        assert_eq!(got, [&br#"{"a": "x,]\"}"}"#[..], b"[1, [2]]", b"\"s\"", b"3"]);
+        assert_eq!(elements(b"[]"), Some(vec![]));
+        assert_eq!(elements(b"{}"), None);
+        assert_eq!(elements(b"[1,"), None);
+        assert_eq!(elements(b"[1] x"), None);
+        assert_eq!(elements(b"[1,,2]"), None);
+    }
 }

@@ -8,11 +8,17 @@ pub mod error;
 pub mod gym;
 pub mod input;
 pub mod json;
+pub mod mini_swe_agent;
+pub mod nebius;
+pub mod outcomes;
 pub mod pipeline;
 pub mod reader;
 pub mod registry;
 pub mod rejection;
 pub mod report;
+pub mod swe_agent;
+pub mod swe_gym;
+pub mod swe_smith;
 
 pub use error::FormatError;
 pub use input::{discover, InputFile};

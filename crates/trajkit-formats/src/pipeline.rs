@@ -25,6 +25,8 @@ pub struct Options {
     pub format: Option<String>,
     /// Produce canonical JSON bytes for each accepted trajectory (for `convert`).
     pub canonical: bool,
+    /// Outcomes to join by task id (`--outcomes FILE`); a record's own outcome wins.
+    pub outcomes: Option<std::sync::Arc<crate::outcomes::OutcomeTable>>,
     /// Hand each accepted record to the sink. Without it the record is dropped on the
     /// worker thread that built it (cheaper: no cross-thread frees).
     pub records: bool,
@@ -139,6 +141,7 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
     // mapped while this thread applies and writes the previous one.
     let (done_tx, done_rx) = bounded::<(Batch, Vec<Option<Processed>>)>(2);
     let (canonical, keep) = (opts.canonical, opts.records);
+    let outcomes = opts.outcomes.clone();
     let stage = std::thread::spawn(move || {
         for batch in rx {
             let processed: Vec<Option<Processed>> = batch
@@ -146,7 +149,9 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
                 .par_iter()
                 .map(|item| match item {
                     Item::Record(r) => match stage_jobs.get(r.file) {
-                        Some((Some(reader), file)) => Some(process(*reader, batch.bytes(r), r, file, canonical, keep)),
+                        Some((Some(reader), file)) => {
+                            Some(process(*reader, batch.bytes(r), r, file, canonical, keep, outcomes.as_deref()))
+                        }
                         _ => None,
                     },
                     Item::End(..) => None,
@@ -273,10 +278,10 @@ fn mark_consumed(plans: &mut [Plan]) {
         plans.iter().enumerate().filter_map(|(i, p)| p.reader.map(|r| (i, &p.file, r, p.layout))).collect();
     let refs: Vec<(usize, Vec<PathBuf>)> =
         jobs.into_par_iter().map(|(i, f, r, l)| (i, r.referenced_files(f, l))).filter(|(_, v)| !v.is_empty()).collect();
-    let mut consumer: HashMap<PathBuf, String> = HashMap::new();
+    let mut consumer: HashMap<PathBuf, (String, Option<&'static str>)> = HashMap::new();
     for (i, targets) in refs {
         for t in targets {
-            consumer.entry(t).or_insert_with(|| plans[i].file.display.clone());
+            consumer.entry(t).or_insert_with(|| (plans[i].file.display.clone(), plans[i].reader.map(|r| r.name())));
         }
     }
     if consumer.is_empty() {
@@ -286,10 +291,15 @@ fn mark_consumed(plans: &mut [Plan]) {
         let Ok(real) = p.file.fs_path.canonicalize() else {
             continue;
         };
-        if let Some(by) = consumer.get(&real) {
+        if let Some((by, family)) = consumer.get(&real) {
             if *by != p.file.display {
                 p.report.part_of = Some(by.clone());
                 p.report.error = None;
+                p.report.guess = None;
+                // A side file nobody else claims belongs to its consumer's family.
+                if p.report.format.is_none() {
+                    p.report.format = family.map(str::to_string);
+                }
             }
         }
     }
@@ -347,7 +357,10 @@ impl Producer {
                 return Err(format!("{}: read failed: {}", file.display, e));
             }
             let end = self.batch.buf.len();
-            let ranges = reader_of.split_document(&self.batch.buf[start..end]).unwrap_or_else(|| vec![0..end - start]);
+            let ranges = reader_of.split_document(&self.batch.buf[start..end]).unwrap_or_else(|| {
+                let whole = 0..end - start;
+                vec![whole]
+            });
             for (i, r) in ranges.into_iter().enumerate() {
                 let range = start + r.start..start + r.end;
                 let rec = OwnedRecord { file: idx, range, line: None, document_index: Some(i as u64) };
@@ -445,6 +458,7 @@ fn process(
     file: &InputFile,
     canonical: bool,
     keep: bool,
+    outcomes: Option<&crate::outcomes::OutcomeTable>,
 ) -> Processed {
     let sha: [u8; 32] = Sha256::digest(bytes).into();
     let sha_hex = trajkit_model::canonical::hex(&sha);
@@ -452,6 +466,9 @@ fn process(
     let outcome = match reader.read_record(&raw, file) {
         RecordResult::Rejected(problems) => Err(problems),
         RecordResult::Accepted { mut trajectory, rollout_key, .. } => {
+            if let Some(table) = outcomes {
+                table.join(&mut trajectory);
+            }
             match seal_and_serialize(&mut trajectory, canonical, bytes.len()) {
                 Ok(out) => Ok(Accepted {
                     counts: TrajectoryCounts::of(&trajectory),

@@ -1,11 +1,16 @@
 //! The readers trajkit knows, in detection order.
 
 use crate::reader::Reader;
-use crate::{atif, gym};
+use crate::{atif, gym, mini_swe_agent, nebius, swe_agent, swe_gym, swe_smith};
 
 static ATIF: atif::AtifReader = atif::AtifReader;
+static SWE_AGENT: swe_agent::SweAgentReader = swe_agent::SweAgentReader;
+static MINI_SWE_AGENT: mini_swe_agent::MiniSweAgentReader = mini_swe_agent::MiniSweAgentReader;
 static GYM: gym::GymReader = gym::GymReader;
-static ALL: [&'static dyn Reader; 2] = [&ATIF, &GYM];
+static SWE_SMITH: swe_smith::SweSmithReader = swe_smith::SweSmithReader;
+static SWE_GYM: swe_gym::SweGymReader = swe_gym::SweGymReader;
+static NEBIUS: nebius::NebiusReader = nebius::NebiusReader;
+static ALL: [&'static dyn Reader; 7] = [&ATIF, &GYM, &SWE_SMITH, &SWE_GYM, &NEBIUS, &SWE_AGENT, &MINI_SWE_AGENT];
 
 /// Every registered reader.
 pub fn all() -> &'static [&'static dyn Reader] {

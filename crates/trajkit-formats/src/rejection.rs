@@ -40,6 +40,10 @@ pub enum Reason {
     AmbiguousHistory,
     /// A transition list that rewrites earlier history.
     TransitionRewritesHistory,
+    /// A prediction (model patch) without a trajectory: SWE-bench predictions files.
+    PredictionOnly,
+    /// An evaluation report (outcomes), not a trajectory.
+    EvaluationReport,
 }
 
 impl Reason {
@@ -63,11 +67,13 @@ impl Reason {
             Reason::ConflictingRollout => "conflicting_rollout",
             Reason::AmbiguousHistory => "ambiguous_history",
             Reason::TransitionRewritesHistory => "transition_rewrites_history",
+            Reason::PredictionOnly => "prediction_only",
+            Reason::EvaluationReport => "evaluation_report",
         }
     }
 
     /// Every reason, for documentation and tests.
-    pub const ALL: [Reason; 17] = [
+    pub const ALL: [Reason; 19] = [
         Reason::InvalidJson,
         Reason::InvalidUtf8,
         Reason::SchemaViolation,
@@ -85,6 +91,8 @@ impl Reason {
         Reason::ConflictingRollout,
         Reason::AmbiguousHistory,
         Reason::TransitionRewritesHistory,
+        Reason::PredictionOnly,
+        Reason::EvaluationReport,
     ];
 }
 

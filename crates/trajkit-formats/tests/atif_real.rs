@@ -124,9 +124,11 @@ fn every_fixture_file_has_the_expected_figures() {
             assert_eq!(r.format.as_deref(), Some("atif"), "{ctx}");
             assert_eq!(r.error, None, "{ctx}");
         } else {
-            assert_eq!(r.format, None, "{ctx}");
-            assert!(r.error.as_deref().is_some_and(|m| m.contains("not a recognised")), "{ctx}: {:?}", r.error);
+            // Not ATIF. Other families may read it (mini-swe-agent, OpenHands, Harbor
+            // traces): their own tests pin those figures.
+            assert_ne!(r.format.as_deref(), Some("atif"), "{ctx}");
             assert_eq!(r.guess, None, "{ctx}");
+            continue;
         }
         assert_eq!(r.records, e.records, "{ctx} records");
         let trajectories = u64::from(e.atif && e.part_of.is_none());
@@ -148,7 +150,8 @@ fn every_fixture_file_has_the_expected_figures() {
 fn canonical_fields_of_real_records() {
     let dir = fixtures();
     let (_, c) = run(std::slice::from_ref(&dir));
-    assert_eq!(c.trajectories.len(), 11);
+    let atif: Vec<&Trajectory> = c.trajectories.iter().filter(|t| t.provenance.format == "atif").collect();
+    assert_eq!(atif.len(), 11);
     assert!(c.rejections.is_empty());
     let p = |rel: &str| dir.join(rel).display().to_string();
 
@@ -325,7 +328,7 @@ fn single_files() {
 
     // Non-ATIF given alone is still not ATIF.
     let (r, _) = run(&[dir.join("harbor-exports/terminus2-invalid-llm-json.traces.json")]);
-    assert_eq!(r[0].format, None);
+    assert_ne!(r[0].format.as_deref(), Some("atif"));
 }
 
 // -------------------------------------------------------------------------------------
@@ -507,7 +510,7 @@ fn synthetic_missing_schema_version_is_rejected_when_forced() {
     assert_eq!(r[0].format, None);
     assert!(r[0].guess.as_deref().is_some_and(|g| g.starts_with("atif")));
     // ... and rejected when the format is forced.
-    let opts = Options { format: Some("atif".into()), canonical: false, records: true };
+    let opts = Options { format: Some("atif".into()), records: true, ..Options::default() };
     let (r, c) = run_with(&[tmp.path().to_path_buf()], &opts);
     assert_eq!(r[0].reasons.get("schema_violation"), Some(&1));
     assert_eq!(c.rejections[0].problems[0].json_path, "$.schema_version");

@@ -339,6 +339,10 @@ pub struct Outcome {
     /// Named reward components when the source gives them.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub reward_components: BTreeMap<String, f64>,
+    /// Where the status came from when not from the record itself: the report file that
+    /// was joined (a side file or `--outcomes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
     /// success / failure / unknown.
     pub status: Status,
     /// Provenance of the outcome.
@@ -381,6 +385,9 @@ pub enum GapKind {
     /// A joined outcome (side file, `--outcomes`) disagrees with the record's own; the
     /// record's own is kept.
     OutcomeConflict,
+    /// A branch of the source's message tree that the kept conversation does not follow
+    /// (a rewound, edited or retried turn); its lines are not steps.
+    AbandonedBranch,
 }
 
 impl GapKind {
@@ -396,11 +403,12 @@ impl GapKind {
             GapKind::IncompleteGeneration => "incomplete_generation",
             GapKind::InvalidToolArguments => "invalid_tool_arguments",
             GapKind::OutcomeConflict => "outcome_conflict",
+            GapKind::AbandonedBranch => "abandoned_branch",
         }
     }
 
     /// Every gap kind, for documentation and tests.
-    pub const ALL: [GapKind; 9] = [
+    pub const ALL: [GapKind; 10] = [
         GapKind::UnansweredToolCall,
         GapKind::ResultWithoutCall,
         GapKind::DuplicateToolCallId,
@@ -410,6 +418,7 @@ impl GapKind {
         GapKind::IncompleteGeneration,
         GapKind::InvalidToolArguments,
         GapKind::OutcomeConflict,
+        GapKind::AbandonedBranch,
     ];
 }
 

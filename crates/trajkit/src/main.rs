@@ -35,6 +35,9 @@ pub struct ReadArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Join outcomes from a SWE-bench style report by task id (never overrides a record's own).
+    #[arg(long, value_name = "FILE")]
+    pub outcomes: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]

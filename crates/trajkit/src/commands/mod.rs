@@ -51,7 +51,11 @@ pub fn read(read: &ReadArgs, canonical: bool, sink: &mut dyn Sink) -> Result<Rea
     }
     let bar = crate::progress::files(files.len());
     let mut with_bar = ProgressSink { inner: sink, bar: &bar };
-    let opts = Options { format: read.format.clone(), canonical, records: false };
+    let outcomes = match &read.outcomes {
+        Some(path) => Some(std::sync::Arc::new(trajkit_formats::outcomes::OutcomeTable::load(path)?)),
+        None => None,
+    };
+    let opts = Options { format: read.format.clone(), canonical, records: false, outcomes };
     let reports = trajkit_formats::read_inputs(files, &opts, &mut with_bar)?;
     bar.finish_and_clear();
     Ok(ReadOutcome { reports, missing })

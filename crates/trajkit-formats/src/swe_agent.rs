@@ -1,0 +1,342 @@
+//! SWE-agent `.traj` files (0.x and 1.x layouts) and their predictions files.
+//!
+//! A `.traj` is one JSON document: `history[]` (the messages the model saw), `trajectory[]`
+//! (one entry per action: action, observation, thought, response), `info` (exit status,
+//! submission, model_stats) and, in 0.x, `environment`. The outcome is not in the file: it
+//! is joined from a SWE-bench report beside it (see `outcomes.rs`). See docs/formats/swe-agent.md.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+use trajkit_model::{
+    Agent, Metrics, Outcome, Provenance, Role, Step, Task, TaskKeySource, ToolCall, ToolResult, Trajectory,
+    SCHEMA_VERSION,
+};
+
+use crate::gym::link_tool_results;
+use crate::input::InputFile;
+use crate::json::{into_extra, take, take_f64, take_str, take_u64};
+use crate::outcomes;
+use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
+use crate::rejection::{parse_record, Problem, Reason};
+
+/// Reader for SWE-agent trajectories and predictions.
+pub struct SweAgentReader;
+
+impl Reader for SweAgentReader {
+    fn name(&self) -> &'static str {
+        "swe-agent"
+    }
+
+    fn detect(&self, peek: &Peek) -> Option<Detection> {
+        let document = |confidence, reason: &str| {
+            Some(Detection { confidence, reason: reason.to_string(), layout: Layout::Document })
+        };
+        let summary = peek.contains("\"resolved_ids\"") || peek.contains("\"ids_resolved\"");
+        let instance_report = peek.contains("\"resolved\"") && peek.contains("\"tests_status\"");
+        if peek.name.ends_with(".json") && (summary || instance_report) && !peek.contains("\"history\"") {
+            return document(60, "SWE-bench evaluation report");
+        }
+        if is_predictions_row(peek.first_line) && peek.name.ends_with(".jsonl") {
+            return Some(Detection { confidence: 80, reason: "SWE-bench predictions".into(), layout: Layout::Lines });
+        }
+        if peek.name.ends_with(".json") && peek.name.starts_with("preds") && predictions_map(peek.first_line) {
+            return Some(Detection { confidence: 70, reason: "preds.json".into(), layout: Layout::Document });
+        }
+        let traj_keys = peek.contains("\"history\"") && (peek.contains("\"trajectory\"") || peek.contains("\"agent\""));
+        if peek.name.ends_with(".traj") && traj_keys {
+            return Some(Detection { confidence: 90, reason: ".traj with history".into(), layout: Layout::Document });
+        }
+        None
+    }
+
+    fn referenced_files(&self, file: &InputFile, _layout: Layout) -> Vec<PathBuf> {
+        if !file.fs_path.to_string_lossy().ends_with(".traj") {
+            return Vec::new();
+        }
+        outcomes::side_reports(&file.fs_path, &instance_id_of_path(&file.fs_path), &file.root)
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect()
+    }
+
+    fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
+        match read(raw, file) {
+            Ok(t) => RecordResult::Accepted { trajectory: Box::new(t), rollout_key: None, consumed: Vec::new() },
+            Err(p) => RecordResult::Rejected(vec![p]),
+        }
+    }
+}
+
+/// A SWE-bench predictions row: `instance_id`, `model_patch`, `model_name_or_path`.
+fn is_predictions_row(v: Option<&Value>) -> bool {
+    v.and_then(Value::as_object).is_some_and(is_prediction)
+}
+
+fn is_prediction(m: &Map<String, Value>) -> bool {
+    m.contains_key("instance_id") && m.contains_key("model_patch") && !m.contains_key("history")
+}
+
+/// `{instance_id: predictions row}` (SWE-agent `preds.json`, mini-swe-agent `results.json`).
+pub(crate) fn predictions_map(v: Option<&Value>) -> bool {
+    v.and_then(Value::as_object).is_some_and(is_prediction_map)
+}
+
+fn is_prediction_map(m: &Map<String, Value>) -> bool {
+    !m.is_empty() && m.values().all(|r| is_predictions_row(Some(r)))
+}
+
+/// A SWE-bench evaluation report (`report.json`, run summary): outcomes, not a trajectory.
+pub(crate) fn is_report(m: &Map<String, Value>) -> bool {
+    let summary =
+        ["resolved_ids", "ids_resolved", "unresolved_ids", "ids_unresolved"].iter().any(|k| m.contains_key(*k));
+    let flat = m.contains_key("resolved") && (m.contains_key("tests_status") || m.contains_key("patch_exists"));
+    let keyed = !m.is_empty() && m.values().all(|r| r.get("resolved").is_some_and(Value::is_boolean));
+    summary || flat || keyed
+}
+
+/// The rejection for predictions: they hold a patch, not a trajectory.
+pub(crate) fn prediction_only() -> Problem {
+    Problem::new(Reason::PredictionOnly, "$", "a prediction (model patch), not a trajectory")
+}
+
+fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
+    let Value::Object(mut doc) = parse_record(raw.bytes)? else {
+        return Err(Problem::new(Reason::SchemaViolation, "$", "a .traj must be a JSON object"));
+    };
+    if is_prediction(&doc) || is_prediction_map(&doc) {
+        return Err(prediction_only());
+    }
+    if is_report(&doc) {
+        return Err(Problem::new(Reason::EvaluationReport, "$", "an evaluation report (outcomes), not a trajectory"));
+    }
+    let history = match doc.remove("history") {
+        Some(Value::Array(h)) => h,
+        _ => return Err(Problem::new(Reason::SchemaViolation, "$.history", "history must be a list of messages")),
+    };
+    let actions = match doc.get("trajectory") {
+        Some(Value::Array(t)) => {
+            t.iter().map(|e| e.get("action").and_then(Value::as_str).map(str::to_string)).collect()
+        }
+        _ => Vec::new(),
+    };
+    let steps = steps(history, &actions)?;
+    let mut gaps = Vec::new();
+    link_tool_results(&steps, &mut gaps);
+    let mut info = match take(&mut doc, "info") {
+        Some(Value::Object(i)) => i,
+        _ => Map::new(),
+    };
+    let metrics = model_stats(&mut info);
+    let version = take_str(&mut info, "swe_agent_version");
+    if !info.is_empty() {
+        doc.insert("info".into(), Value::Object(info));
+    }
+    let instance = instance_id(&file.fs_path, doc.get("environment").and_then(Value::as_str));
+    let instruction = steps
+        .iter()
+        .find(|s| s.role == Role::User && !s.extra.contains_key("is_demo"))
+        .and_then(|s| s.content.as_ref())
+        .and_then(crate::json::content_text);
+    let mut t = Trajectory {
+        agent: Agent { model: None, name: Some("swe-agent".into()), version: version.clone() },
+        content_digest: String::new(),
+        extra: into_extra(doc),
+        gaps,
+        id: format!("swe-agent-{}", &raw.sha256[..16]),
+        metrics,
+        outcome: Outcome::default(),
+        provenance: Provenance {
+            document_index: raw.document_index,
+            format: "swe-agent".into(),
+            format_version: version,
+            line: raw.line,
+            path: file.display.clone(),
+            sha256: raw.sha256.to_string(),
+        },
+        schema_version: SCHEMA_VERSION.into(),
+        session_id: None,
+        steps,
+        subagents: Vec::new(),
+        task: Task {
+            environment: None,
+            id: Some(instance.clone()),
+            instruction,
+            key: instance.clone(),
+            key_source: TaskKeySource::Explicit,
+        },
+        tools: None,
+    };
+    outcomes::join_side_reports(&mut t, file, &instance);
+    Ok(t)
+}
+
+/// The instance id: the file name (`<instance_id>.traj`, as SWE-agent writes it), else
+/// `environment` (1.x sets it to the instance id; 0.x to `swe_main`).
+fn instance_id(path: &Path, environment: Option<&str>) -> String {
+    let stem = instance_id_of_path(path);
+    match environment {
+        Some(env) if stem.is_empty() && env != "swe_main" => env.to_string(),
+        _ => stem,
+    }
+}
+
+fn instance_id_of_path(path: &Path) -> String {
+    path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".traj")).unwrap_or_default().to_string()
+}
+
+/// Maps `history` into steps. Assistant messages carry either OpenAI `tool_calls` (1.x)
+/// or a text `action` (0.x); the `trajectory[]` entries pair each action with its
+/// observation, so a 0.x action becomes a call `action-<i>` answered by the message that
+/// follows it, when that action matches `trajectory[i].action`.
+fn steps(history: Vec<Value>, actions: &[Option<String>]) -> Result<Vec<Step>, Problem> {
+    let mut out = Vec::with_capacity(history.len());
+    let mut action_index = 0usize;
+    let mut pending: Option<String> = None;
+    for (i, msg) in history.into_iter().enumerate() {
+        let path = format!("$.history[{i}]");
+        let Value::Object(mut m) = msg else {
+            return Err(Problem::new(Reason::SchemaViolation, path, "a history message must be an object"));
+        };
+        let role = take_str(&mut m, "role")
+            .ok_or_else(|| Problem::new(Reason::SchemaViolation, format!("{path}.role"), "message without role"))?;
+        let content = take(&mut m, "content").map(decode_json_string);
+        let is_demo = m.get("is_demo").and_then(Value::as_bool) == Some(true);
+        let mut step = match role.as_str() {
+            "system" => Step::new(Role::System, content),
+            "user" => Step::new(if pending.is_some() { Role::Environment } else { Role::User }, content),
+            "assistant" => Step::new(Role::Assistant, content),
+            "tool" => Step::new(Role::Tool, content),
+            other => {
+                return Err(Problem::new(
+                    Reason::InvalidValue,
+                    format!("{path}.role"),
+                    format!("unknown role '{other}'"),
+                ))
+            }
+        };
+        if role == "user" {
+            if let Some(call_id) = pending.take() {
+                let content = step.content.take();
+                step.tool_results.push(ToolResult {
+                    call_id: Some(call_id),
+                    content,
+                    extra: Map::new(),
+                    subagent_refs: vec![],
+                });
+            }
+        }
+        if role == "assistant" {
+            step.reasoning = take_str(&mut m, "thought")
+                .filter(|t| Some(t.as_str()) != step.content.as_ref().and_then(Value::as_str));
+            if let Some(calls) = take(&mut m, "tool_calls").map(decode_json_string) {
+                step.tool_calls = openai_calls(calls, &path)?;
+            } else if let Some(action) = m.get("action").and_then(Value::as_str).map(str::to_string) {
+                if !is_demo {
+                    let matches = actions.get(action_index).is_some_and(|a| a.as_deref() == Some(action.as_str()));
+                    let id = format!("action-{action_index}");
+                    action_index += 1;
+                    step.tool_calls.push(text_action(&action, matches.then(|| id.clone())));
+                    if matches {
+                        pending = Some(id);
+                    }
+                    m.remove("action");
+                }
+            }
+        }
+        if role == "tool" {
+            if let Some(ids) = take(&mut m, "tool_call_ids").map(decode_json_string) {
+                let ids: Vec<String> =
+                    ids.as_array().into_iter().flatten().filter_map(|v| v.as_str().map(str::to_string)).collect();
+                let content = step.content.take();
+                for id in ids {
+                    step.tool_results.push(ToolResult {
+                        call_id: Some(id),
+                        content: content.clone(),
+                        extra: Map::new(),
+                        subagent_refs: vec![],
+                    });
+                }
+                if step.tool_results.is_empty() {
+                    step.content = content;
+                }
+            }
+        }
+        step.extra = into_extra(m);
+        out.push(step);
+    }
+    Ok(out)
+}
+
+/// SWE-agent 1.x sometimes stores lists as JSON text (`"[{\"type\": ...}]"`).
+fn decode_json_string(v: Value) -> Value {
+    match &v {
+        Value::String(s) if s.starts_with('[') => serde_json::from_str(s).unwrap_or(v),
+        _ => v,
+    }
+}
+
+fn openai_calls(v: Value, path: &str) -> Result<Vec<ToolCall>, Problem> {
+    let Value::Array(calls) = v else {
+        return Err(Problem::new(Reason::SchemaViolation, format!("{path}.tool_calls"), "tool_calls must be a list"));
+    };
+    let mut out = Vec::with_capacity(calls.len());
+    for c in calls {
+        let Value::Object(mut c) = c else { continue };
+        let mut function = match c.remove("function") {
+            Some(Value::Object(f)) => f,
+            _ => Map::new(),
+        };
+        let name = take_str(&mut function, "name").unwrap_or_default();
+        let (arguments, invalid) = match function.remove("arguments") {
+            Some(Value::String(s)) => match serde_json::from_str::<Value>(&s) {
+                Ok(v) => (v, false),
+                Err(_) => (Value::String(s), true),
+            },
+            Some(other) => (other, false),
+            None => (Value::Object(Map::new()), false),
+        };
+        if !function.is_empty() {
+            c.insert("function".into(), Value::Object(function));
+        }
+        let id = take_str(&mut c, "id");
+        out.push(ToolCall {
+            arguments,
+            arguments_invalid: invalid,
+            extra: into_extra(c),
+            id,
+            name,
+            text_embedded: false,
+        });
+    }
+    Ok(out)
+}
+
+/// A 0.x text action (`create reproduce_bug.py`): the command word is the tool name.
+fn text_action(action: &str, id: Option<String>) -> ToolCall {
+    let name = action.split_whitespace().next().unwrap_or("").to_string();
+    let mut args = Map::new();
+    args.insert("command".into(), Value::String(action.to_string()));
+    ToolCall {
+        arguments: Value::Object(args),
+        arguments_invalid: false,
+        extra: Map::new(),
+        id,
+        name,
+        text_embedded: true,
+    }
+}
+
+/// `info.model_stats`: tokens_sent / tokens_received / instance_cost (run totals).
+fn model_stats(info: &mut Map<String, Value>) -> Option<Metrics> {
+    let Some(Value::Object(mut stats)) = take(info, "model_stats") else {
+        return None;
+    };
+    Some(Metrics {
+        cached_tokens: None,
+        completion_tokens: take_u64(&mut stats, "tokens_received"),
+        cost_usd: take_f64(&mut stats, "instance_cost"),
+        prompt_tokens: take_u64(&mut stats, "tokens_sent"),
+        extra: into_extra(stats),
+    })
+}

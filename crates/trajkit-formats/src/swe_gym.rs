@@ -1,0 +1,177 @@
+//! SWE-Gym OpenHands sampled trajectories: OpenHands (CodeAct) runs on SWE-Gym instances as
+//! OpenAI chat messages with structured `tool_calls`, the tool definitions offered, and the
+//! SWE-bench-style evaluation (`resolved`, `test_result.report`).
+//!
+//! Read from the Agent Data Protocol "raw" export (a JSON array, split into one record per
+//! element) or from JSON Lines of the same rows. See docs/formats/swe-gym.md.
+
+use std::ops::Range;
+
+use serde_json::{Map, Value};
+use trajkit_model::{Agent, Gap, GapKind, Status, ToolCall, Trajectory, SCHEMA_VERSION};
+
+use crate::input::InputFile;
+use crate::json::{idx, into_extra, take, take_nonempty_str, take_str};
+use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
+use crate::rejection::{Problem, Reason};
+use crate::swe_smith::{
+    bool_outcome, chat_step, is_array_document, provenance, record_object, standard_gaps, strip_adp_counter, swe_task,
+};
+
+/// Family name.
+const FAMILY: &str = "swe-gym";
+
+/// Reader for SWE-Gym OpenHands sampled trajectories.
+pub struct SweGymReader;
+
+impl Reader for SweGymReader {
+    fn name(&self) -> &'static str {
+        FAMILY
+    }
+
+    fn detect(&self, peek: &Peek) -> Option<Detection> {
+        let claim = |confidence, reason: &str, layout| Some(Detection { confidence, reason: reason.into(), layout });
+        let keys = ["\"instance_id\"", "\"run_id\"", "\"test_result\"", "\"messages\""];
+        if peek.has_key("messages") && peek.has_key("run_id") && peek.has_key("test_result") {
+            return claim(90, "messages, run_id and test_result keys", Layout::Lines);
+        }
+        if is_array_document(peek.bytes) && keys.iter().all(|k| peek.contains(k)) {
+            return claim(
+                85,
+                "a JSON array of records with instance_id, run_id, test_result and messages",
+                Layout::Document,
+            );
+        }
+        None
+    }
+
+    fn split_document(&self, bytes: &[u8]) -> Option<Vec<Range<usize>>> {
+        crate::json::array_elements(bytes)
+    }
+
+    fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
+        match read(raw, file) {
+            Ok(t) => RecordResult::Accepted { trajectory: Box::new(t), rollout_key: None, consumed: Vec::new() },
+            Err(p) => RecordResult::Rejected(vec![p]),
+        }
+    }
+}
+
+/// Maps one SWE-Gym record.
+fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
+    let mut row = record_object(raw.bytes)?;
+    let messages = match row.remove("messages") {
+        Some(Value::Array(m)) => m,
+        None | Some(Value::Null) => {
+            return Err(Problem::new(Reason::SchemaViolation, "$.messages", "messages is missing"))
+        }
+        Some(_) => return Err(Problem::new(Reason::SchemaViolation, "$.messages", "messages must be a list")),
+    };
+    let mut steps = Vec::with_capacity(messages.len());
+    for (i, m) in messages.into_iter().enumerate() {
+        let step = chat_step(m, &idx("$.messages", i), &steps, false)?;
+        steps.push(step);
+    }
+    let mut gaps = standard_gaps(&steps);
+    let outcome = bool_outcome(&mut row, "resolved");
+    if let Some(report) = report_resolved(&row) {
+        let own = match outcome.status {
+            Status::Success => Some(true),
+            Status::Failure => Some(false),
+            Status::Unknown => None,
+        };
+        if own.is_some_and(|own| own != report) {
+            let detail = format!("resolved is {} but test_result.report.resolved is {report}", !report);
+            gaps.push(Gap::at(GapKind::OutcomeConflict, None, detail));
+        }
+    }
+    let task_id = task_id(&mut row);
+    let task = swe_task(FAMILY, task_id, &steps, raw.sha256);
+    let tools = match take(&mut row, "tools") {
+        Some(Value::Array(t)) => Some(t),
+        Some(other) => {
+            row.insert("tools".into(), other);
+            None
+        }
+        None => None,
+    };
+    Ok(Trajectory {
+        agent: Agent { model: None, name: Some("openhands".into()), version: None },
+        content_digest: String::new(),
+        extra: into_extra(row),
+        gaps,
+        id: format!("{FAMILY}-{}", &raw.sha256[..16]),
+        metrics: None,
+        outcome,
+        provenance: provenance(FAMILY, raw, file),
+        schema_version: SCHEMA_VERSION.into(),
+        session_id: None,
+        steps,
+        subagents: Vec::new(),
+        task,
+        tools,
+    })
+}
+
+/// `test_result.report.resolved` when it is a boolean (the harness report; it stays in
+/// `extra` with the rest of `test_result`).
+fn report_resolved(row: &Map<String, Value>) -> Option<bool> {
+    row.get("test_result")?.get("report")?.get("resolved")?.as_bool()
+}
+
+/// The task id: `instance_id` without the ADP per-instance counter. When the counter was
+/// removed, the verbatim `instance_id` stays in `extra`.
+pub(crate) fn task_id(row: &mut Map<String, Value>) -> Option<String> {
+    let id = match row.get("instance_id") {
+        Some(Value::String(s)) if !s.is_empty() => s,
+        _ => return None,
+    };
+    let stripped = strip_adp_counter(id);
+    if stripped.len() == id.len() {
+        return take_nonempty_str(row, "instance_id");
+    }
+    Some(stripped.to_string())
+}
+
+/// OpenAI chat `tool_calls`: `[{id, type, function: {name, arguments}}]`. `arguments` is
+/// parsed when it is a JSON string (kept verbatim with `arguments_invalid` when not JSON);
+/// every other field (`type`, `index`, ...) stays in the call's `extra`.
+pub(crate) fn chat_tool_calls(v: Value, path: &str) -> Result<Vec<ToolCall>, Problem> {
+    let Value::Array(items) = v else {
+        return Err(Problem::new(Reason::SchemaViolation, path, "tool_calls must be a list"));
+    };
+    let mut calls = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        let p = idx(path, i);
+        let Value::Object(mut item) = item else {
+            return Err(Problem::new(Reason::SchemaViolation, p, "a tool call must be an object"));
+        };
+        let Some(Value::Object(mut function)) = item.remove("function") else {
+            return Err(Problem::new(Reason::SchemaViolation, format!("{p}.function"), "function must be an object"));
+        };
+        let name = take_str(&mut function, "name").ok_or_else(|| {
+            Problem::new(Reason::SchemaViolation, format!("{p}.function.name"), "tool call without a string name")
+        })?;
+        let (arguments, invalid) = match function.remove("arguments") {
+            Some(Value::String(s)) => match serde_json::from_str::<Value>(&s) {
+                Ok(v) => (v, false),
+                Err(_) => (Value::String(s), true),
+            },
+            Some(other) => (other, false),
+            None => (Value::Object(Map::new()), false),
+        };
+        let id = take_str(&mut item, "id");
+        if !function.is_empty() {
+            item.insert("function".into(), Value::Object(function));
+        }
+        calls.push(ToolCall {
+            arguments,
+            arguments_invalid: invalid,
+            extra: into_extra(item),
+            id,
+            name,
+            text_embedded: false,
+        });
+    }
+    Ok(calls)
+}
