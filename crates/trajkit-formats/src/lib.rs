@@ -6,10 +6,13 @@
 pub mod atif;
 pub mod error;
 pub mod gym;
+pub mod harbor_traces;
+pub mod harbor_trial;
 pub mod input;
 pub mod json;
 pub mod mini_swe_agent;
 pub mod nebius;
+pub mod openhands;
 pub mod outcomes;
 pub mod pipeline;
 pub mod reader;

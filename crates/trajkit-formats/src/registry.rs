@@ -1,7 +1,7 @@
 //! The readers trajkit knows, in detection order.
 
 use crate::reader::Reader;
-use crate::{atif, gym, mini_swe_agent, nebius, swe_agent, swe_gym, swe_smith};
+use crate::{atif, gym, harbor_traces, harbor_trial, mini_swe_agent, nebius, openhands, swe_agent, swe_gym, swe_smith};
 
 static ATIF: atif::AtifReader = atif::AtifReader;
 static SWE_AGENT: swe_agent::SweAgentReader = swe_agent::SweAgentReader;
@@ -10,7 +10,21 @@ static GYM: gym::GymReader = gym::GymReader;
 static SWE_SMITH: swe_smith::SweSmithReader = swe_smith::SweSmithReader;
 static SWE_GYM: swe_gym::SweGymReader = swe_gym::SweGymReader;
 static NEBIUS: nebius::NebiusReader = nebius::NebiusReader;
-static ALL: [&'static dyn Reader; 7] = [&ATIF, &GYM, &SWE_SMITH, &SWE_GYM, &NEBIUS, &SWE_AGENT, &MINI_SWE_AGENT];
+static HARBOR_TRIAL: harbor_trial::HarborTrialReader = harbor_trial::HarborTrialReader;
+static HARBOR_TRACES: harbor_traces::HarborTracesReader = harbor_traces::HarborTracesReader;
+static OPENHANDS: openhands::OpenHandsReader = openhands::OpenHandsReader;
+static ALL: [&'static dyn Reader; 10] = [
+    &ATIF,
+    &GYM,
+    &SWE_SMITH,
+    &SWE_GYM,
+    &NEBIUS,
+    &SWE_AGENT,
+    &MINI_SWE_AGENT,
+    &HARBOR_TRIAL,
+    &HARBOR_TRACES,
+    &OPENHANDS,
+];
 
 /// Every registered reader.
 pub fn all() -> &'static [&'static dyn Reader] {
