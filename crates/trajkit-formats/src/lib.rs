@@ -4,6 +4,8 @@
 //! One module per source family (`atif`, `gym`, ...), each a [`reader::Reader`].
 
 pub mod atif;
+pub mod claude_code;
+pub mod codex;
 pub mod error;
 pub mod gym;
 pub mod harbor_traces;

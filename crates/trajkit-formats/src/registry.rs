@@ -1,9 +1,14 @@
 //! The readers trajkit knows, in detection order.
 
 use crate::reader::Reader;
-use crate::{atif, gym, harbor_traces, harbor_trial, mini_swe_agent, nebius, openhands, swe_agent, swe_gym, swe_smith};
+use crate::{
+    atif, claude_code, codex, gym, harbor_traces, harbor_trial, mini_swe_agent, nebius, openhands, swe_agent, swe_gym,
+    swe_smith,
+};
 
 static ATIF: atif::AtifReader = atif::AtifReader;
+static CLAUDE_CODE: claude_code::ClaudeCodeReader = claude_code::ClaudeCodeReader;
+static CODEX: codex::CodexReader = codex::CodexReader;
 static SWE_AGENT: swe_agent::SweAgentReader = swe_agent::SweAgentReader;
 static MINI_SWE_AGENT: mini_swe_agent::MiniSweAgentReader = mini_swe_agent::MiniSweAgentReader;
 static GYM: gym::GymReader = gym::GymReader;
@@ -13,7 +18,7 @@ static NEBIUS: nebius::NebiusReader = nebius::NebiusReader;
 static HARBOR_TRIAL: harbor_trial::HarborTrialReader = harbor_trial::HarborTrialReader;
 static HARBOR_TRACES: harbor_traces::HarborTracesReader = harbor_traces::HarborTracesReader;
 static OPENHANDS: openhands::OpenHandsReader = openhands::OpenHandsReader;
-static ALL: [&'static dyn Reader; 10] = [
+static ALL: [&'static dyn Reader; 12] = [
     &ATIF,
     &GYM,
     &SWE_SMITH,
@@ -24,6 +29,8 @@ static ALL: [&'static dyn Reader; 10] = [
     &HARBOR_TRIAL,
     &HARBOR_TRACES,
     &OPENHANDS,
+    &CLAUDE_CODE,
+    &CODEX,
 ];
 
 /// Every registered reader.

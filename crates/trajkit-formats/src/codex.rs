@@ -1,0 +1,437 @@
+//! Codex CLI rollouts: `~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`, lines of
+//! `{timestamp, type, payload}` (`session_meta`, `turn_context`, `response_item`,
+//! `event_msg`, `compacted`); the whole file is one session (one trajectory).
+//!
+//! Steps come from `response_item` payloads (Responses-API items); `event_msg` lines
+//! mirror them for the UI and give token counts. See docs/formats/codex.md.
+
+use serde_json::{Map, Value};
+use trajkit_model::{
+    canonical::instruction_task_key, Agent, Authorship, Extra, Gap, GapKind, Metrics, Outcome, Provenance, Role, Step,
+    Task, TaskKeySource, ToolCall, ToolResult, Trajectory, SCHEMA_VERSION,
+};
+
+use crate::claude_code::parse_lines;
+use crate::gym::link_tool_results;
+use crate::input::InputFile;
+use crate::json::{content_text, take, take_str, take_u64};
+use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
+use crate::rejection::{Problem, Reason};
+
+/// Reader for Codex CLI rollout files.
+pub struct CodexReader;
+
+const FAMILY: &str = "codex";
+
+/// `event_msg` types that repeat what `response_item` lines already record.
+const MIRRORED_EVENTS: &[&str] = &[
+    "user_message",
+    "agent_message",
+    "agent_reasoning",
+    "agent_reasoning_raw_content",
+    "agent_reasoning_section_break",
+    "exec_command_begin",
+    "exec_command_end",
+    "exec_command_output_delta",
+    "patch_apply_begin",
+    "patch_apply_end",
+    "web_search_begin",
+    "web_search_end",
+    "mcp_tool_call_begin",
+    "mcp_tool_call_end",
+];
+
+/// Harness-written user messages (context the CLI injects, not the person's words).
+const HARNESS_PREFIXES: &[&str] = &[
+    "<environment_context>",
+    "<user_instructions>",
+    "<permissions instructions>",
+    "<turn_aborted>",
+    "<user_shell_command>",
+    "# AGENTS.md instructions",
+];
+
+impl Reader for CodexReader {
+    fn name(&self) -> &'static str {
+        FAMILY
+    }
+
+    fn detect(&self, peek: &Peek) -> Option<Detection> {
+        let doc = |confidence, reason: &str| {
+            Some(Detection { confidence, reason: reason.to_string(), layout: Layout::Document })
+        };
+        if !(peek.name.ends_with(".jsonl") || peek.multi_line_records) {
+            return None;
+        }
+        let first = peek.first_line.and_then(Value::as_object);
+        let kind = first.and_then(|m| m.get("type")).and_then(Value::as_str);
+        let payload = first.is_some_and(|m| m.get("payload").is_some_and(Value::is_object));
+        match kind {
+            Some("session_meta") if payload => doc(95, "rollout session_meta line"),
+            Some("response_item" | "event_msg" | "turn_context") if payload && peek.has_key("timestamp") => {
+                doc(85, "rollout lines without a session_meta first")
+            }
+            _ if peek.first_line.is_none()
+                && peek.bytes.starts_with(b"{\"timestamp\":")
+                && peek.contains("\"type\":\"session_meta\",\"payload\":") =>
+            {
+                doc(80, "rollout session_meta in a first line too long to parse")
+            }
+            _ => None,
+        }
+    }
+
+    fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
+        match read(raw, file) {
+            Ok(t) => RecordResult::Accepted { trajectory: Box::new(t), rollout_key: None, consumed: Vec::new() },
+            Err(p) => RecordResult::Rejected(vec![p]),
+        }
+    }
+}
+
+fn push_extra(extra: &mut Extra, key: &str, v: Value) {
+    let slot = extra.entry(key).or_insert_with(|| Value::Array(Vec::new()));
+    if let Value::Array(a) = slot {
+        a.push(v);
+    }
+}
+
+fn is_harness_text(content: Option<&Value>) -> bool {
+    content.and_then(content_text).is_some_and(|t| HARNESS_PREFIXES.iter().any(|p| t.trim_start().starts_with(p)))
+}
+
+/// Groups items into steps: reasoning, an assistant message and the calls that follow
+/// form one assistant decision; every other item is a step of its own.
+#[derive(Default)]
+struct Builder {
+    steps: Vec<Step>,
+    open: bool,
+    model: Option<String>,
+    turn_model: Option<String>,
+}
+
+impl Builder {
+    fn close(&mut self) {
+        self.open = false;
+    }
+
+    fn assistant(&mut self, what: &str, timestamp: &Option<String>) -> &mut Step {
+        let fits = self.open
+            && self.steps.last().is_some_and(|s| match what {
+                "call" => true,
+                "message" => s.content.is_none() && s.tool_calls.is_empty(),
+                _ => s.reasoning.is_none() && s.content.is_none() && s.tool_calls.is_empty(),
+            });
+        if !fits {
+            let mut step = Step::new(Role::Assistant, None);
+            step.timestamp = timestamp.clone();
+            if self.turn_model.is_some() && self.turn_model != self.model {
+                step.model = self.turn_model.clone();
+            }
+            self.steps.push(step);
+            self.open = true;
+        }
+        let last = self.steps.len() - 1;
+        &mut self.steps[last]
+    }
+
+    fn push(&mut self, step: Step) {
+        self.close();
+        self.steps.push(step);
+    }
+
+    fn item(&mut self, mut item: Map<String, Value>, timestamp: Option<String>, no: u64) -> Result<(), Problem> {
+        let path = format!("$[line {no}].payload");
+        let kind = take_str(&mut item, "type").unwrap_or_default();
+        match kind.as_str() {
+            "message" => {
+                let role = take_str(&mut item, "role").ok_or_else(|| {
+                    Problem::new(Reason::SchemaViolation, format!("{path}.role"), "message without role")
+                })?;
+                let content = take(&mut item, "content");
+                if role == "assistant" {
+                    let step = self.assistant("message", &timestamp);
+                    step.content = content;
+                    if !item.is_empty() {
+                        step.extra.insert("message".into(), Value::Object(item));
+                    }
+                    return Ok(());
+                }
+                let r = match role.as_str() {
+                    "user" => Role::User,
+                    "system" | "developer" => Role::System,
+                    "tool" => Role::Tool,
+                    _ => {
+                        return Err(Problem::new(
+                            Reason::InvalidValue,
+                            format!("{path}.role"),
+                            format!("unknown message role '{role}'"),
+                        ))
+                    }
+                };
+                let mut step = Step::new(r, content);
+                step.timestamp = timestamp;
+                if r == Role::User && is_harness_text(step.content.as_ref()) {
+                    step.authorship = Authorship::Unknown;
+                }
+                if role == "developer" {
+                    step.extra.insert("role".into(), Value::String(role));
+                }
+                if !item.is_empty() {
+                    step.extra.insert("message".into(), Value::Object(item));
+                }
+                self.push(step);
+            }
+            "reasoning" => {
+                let text = ["content", "summary"]
+                    .iter()
+                    .find_map(|k| item.get(*k).and_then(content_text).filter(|t| !t.is_empty()));
+                let step = self.assistant("reasoning", &timestamp);
+                if let Some(t) = text {
+                    item.remove("summary");
+                    item.remove("content");
+                    step.reasoning = Some(t);
+                }
+                if !item.is_empty() {
+                    step.extra.insert("reasoning".into(), Value::Object(item));
+                }
+            }
+            "function_call" | "custom_tool_call" | "local_shell_call" | "tool_search_call" => {
+                let name = take_str(&mut item, "name").unwrap_or_else(|| match kind.as_str() {
+                    "local_shell_call" => "local_shell".to_string(),
+                    _ => kind.clone(),
+                });
+                let id = take_str(&mut item, "call_id");
+                let (arguments, invalid) = match kind.as_str() {
+                    "function_call" => match item.remove("arguments") {
+                        Some(Value::String(s)) => match serde_json::from_str::<Value>(&s) {
+                            Ok(v) => (v, false),
+                            Err(_) => (Value::String(s), true),
+                        },
+                        Some(other) => (other, false),
+                        None => (Value::Object(Map::new()), false),
+                    },
+                    "custom_tool_call" => (item.remove("input").unwrap_or(Value::Null), false),
+                    _ => (item.remove("action").or_else(|| item.remove("arguments")).unwrap_or(Value::Null), false),
+                };
+                if kind != "function_call" {
+                    item.insert("type".into(), Value::String(kind));
+                }
+                let call =
+                    ToolCall { arguments, arguments_invalid: invalid, extra: item, id, name, text_embedded: false };
+                self.assistant("call", &timestamp).tool_calls.push(call);
+            }
+            "function_call_output" | "custom_tool_call_output" | "local_shell_call_output" | "tool_search_output" => {
+                let call_id = take_str(&mut item, "call_id");
+                let content = take(&mut item, "output");
+                if kind != "function_call_output" {
+                    item.insert("type".into(), Value::String(kind));
+                }
+                let mut step = Step::new(Role::Tool, None);
+                step.timestamp = timestamp;
+                step.tool_results.push(ToolResult { call_id, content, extra: item, subagent_refs: Vec::new() });
+                self.push(step);
+            }
+            _ => {
+                let mut step = Step::new(Role::Environment, None);
+                step.timestamp = timestamp;
+                step.extra.insert("type".into(), Value::String(kind));
+                step.extra.insert("item".into(), Value::Object(item));
+                self.push(step);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Token usage of a `token_count` event object (`total_token_usage` / `last_token_usage`).
+fn usage(v: &Value) -> Option<Metrics> {
+    let Value::Object(mut u) = v.clone() else {
+        return None;
+    };
+    let prompt = take_u64(&mut u, "input_tokens");
+    let cached = take_u64(&mut u, "cached_input_tokens");
+    let completion = take_u64(&mut u, "output_tokens");
+    let m = Metrics {
+        cached_tokens: cached,
+        completion_tokens: completion,
+        cost_usd: None,
+        extra: u,
+        prompt_tokens: prompt,
+    };
+    (!m.is_empty()).then_some(m)
+}
+
+fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
+    let lines = parse_lines(raw.bytes)?;
+    let mut b = Builder::default();
+    let mut extra = Extra::new();
+    let mut gaps = Vec::new();
+    let mut session_id = None;
+    let mut version = None;
+    let mut first_prompt: Option<String> = None;
+    let mut totals: Option<Metrics> = None;
+    let mut event_counts: Map<String, Value> = Map::new();
+    let mut metered = 0usize;
+    for line in lines {
+        let no = line.no;
+        let mut obj = line.obj;
+        let kind = take_str(&mut obj, "type").ok_or_else(|| {
+            Problem::new(Reason::SchemaViolation, format!("$[line {no}].type"), format!("line {no} has no type"))
+        })?;
+        let timestamp = take_str(&mut obj, "timestamp");
+        let payload = match obj.remove("payload") {
+            Some(Value::Object(p)) => p,
+            _ => {
+                return Err(Problem::new(
+                    Reason::SchemaViolation,
+                    format!("$[line {no}].payload"),
+                    format!("line {no}: payload must be an object"),
+                ))
+            }
+        };
+        match kind.as_str() {
+            "session_meta" => {
+                if session_id.is_none() {
+                    let mut meta = payload;
+                    session_id = take_str(&mut meta, "id");
+                    version = take_str(&mut meta, "cli_version");
+                    let instructions = match take(&mut meta, "base_instructions") {
+                        Some(Value::Object(mut bi)) => {
+                            let t = take_str(&mut bi, "text");
+                            if !bi.is_empty() {
+                                meta.insert("base_instructions".into(), Value::Object(bi));
+                            }
+                            t
+                        }
+                        Some(Value::String(s)) => Some(s),
+                        Some(other) => {
+                            meta.insert("base_instructions".into(), other);
+                            None
+                        }
+                        None => take_str(&mut meta, "instructions"),
+                    };
+                    if let Some(text) = instructions {
+                        let mut step = Step::new(Role::System, Some(Value::String(text)));
+                        step.timestamp = timestamp;
+                        step.extra.insert("source".into(), Value::String("session_meta".into()));
+                        b.push(step);
+                    }
+                    extra.insert("session_meta".into(), Value::Object(meta));
+                } else {
+                    push_extra(&mut extra, "later_session_meta", Value::Object(payload));
+                }
+            }
+            "turn_context" => {
+                if let Some(m) = payload.get("model").and_then(Value::as_str) {
+                    if b.model.is_none() {
+                        b.model = Some(m.to_string());
+                    }
+                    b.turn_model = Some(m.to_string());
+                }
+                push_extra(&mut extra, "turn_contexts", Value::Object(payload));
+            }
+            "response_item" => {
+                if payload.get("type").and_then(Value::as_str) == Some("ghost_snapshot") {
+                    push_extra(&mut extra, "ghost_snapshots", Value::Object(payload));
+                } else {
+                    b.item(payload, timestamp, no)?;
+                }
+            }
+            "event_msg" => {
+                let ev = payload.get("type").and_then(Value::as_str).unwrap_or("").to_string();
+                let n = event_counts.get(&ev).and_then(Value::as_u64).unwrap_or(0);
+                event_counts.insert(ev.clone(), Value::from(n + 1));
+                match ev.as_str() {
+                    "token_count" => {
+                        let info = payload.get("info");
+                        if let Some(t) = info.and_then(|i| i.get("total_token_usage")).and_then(usage) {
+                            totals = Some(t);
+                        }
+                        let last = info.and_then(|i| i.get("last_token_usage")).and_then(usage);
+                        // The usage of the model call that produced the latest assistant step.
+                        if let Some(m) = last {
+                            if let Some(i) = b.steps.iter().rposition(|s| s.role == Role::Assistant) {
+                                if i >= metered && b.steps[i].metrics.is_none() {
+                                    b.steps[i].metrics = Some(m);
+                                    metered = i + 1;
+                                }
+                            }
+                        }
+                        if let Some(r) = payload.get("rate_limits").filter(|r| !r.is_null()) {
+                            extra.insert("last_rate_limits".into(), r.clone());
+                        }
+                    }
+                    "user_message" => {
+                        if first_prompt.is_none() {
+                            first_prompt = payload.get("message").and_then(Value::as_str).map(str::to_string);
+                        }
+                    }
+                    "turn_aborted" => {
+                        let reason = payload.get("reason").and_then(Value::as_str).unwrap_or("aborted");
+                        gaps.push(Gap::at(GapKind::IncompleteGeneration, None, format!("turn_aborted: {reason}")));
+                        push_extra(&mut extra, "events", Value::Object(payload));
+                    }
+                    e if MIRRORED_EVENTS.contains(&e) => {}
+                    _ => push_extra(&mut extra, "events", Value::Object(payload)),
+                }
+            }
+            "compacted" => {
+                b.close();
+                push_extra(&mut extra, "compacted", Value::Object(payload));
+            }
+            _ => {
+                let mut o = Map::new();
+                o.insert("type".into(), Value::String(kind));
+                o.insert("payload".into(), Value::Object(payload));
+                push_extra(&mut extra, "other_lines", Value::Object(o));
+            }
+        }
+    }
+    if !event_counts.is_empty() {
+        extra.insert("event_msg_counts".into(), Value::Object(event_counts));
+    }
+    let steps = b.steps;
+    link_tool_results(&steps, &mut gaps);
+    for (i, s) in steps.iter().enumerate() {
+        for c in s.tool_calls.iter().filter(|c| c.arguments_invalid) {
+            gaps.push(Gap::at(GapKind::InvalidToolArguments, Some(i), c.name.clone()));
+        }
+    }
+    if steps.is_empty() {
+        gaps.push(Gap { detail: None, kind: GapKind::NoSteps, step: None });
+    }
+    let instruction = first_prompt.filter(|t| !t.trim().is_empty()).or_else(|| {
+        steps
+            .iter()
+            .filter(|s| s.role == Role::User && s.authorship == Authorship::Declared)
+            .find_map(|s| s.content.as_ref().and_then(content_text).filter(|t| !t.trim().is_empty()))
+    });
+    let (key, key_source) = match &instruction {
+        Some(text) => (instruction_task_key(text, None), TaskKeySource::InstructionHash),
+        None => (format!("r:{}", &raw.sha256[..16]), TaskKeySource::RecordHash),
+    };
+    Ok(Trajectory {
+        agent: Agent { model: b.model, name: Some(FAMILY.into()), version },
+        content_digest: String::new(),
+        extra,
+        gaps,
+        id: format!("codex-{}", &raw.sha256[..16]),
+        metrics: totals,
+        outcome: Outcome::default(),
+        provenance: Provenance {
+            document_index: raw.document_index,
+            format: FAMILY.into(),
+            format_version: None,
+            line: None,
+            path: file.display.clone(),
+            sha256: raw.sha256.to_string(),
+        },
+        schema_version: SCHEMA_VERSION.into(),
+        session_id,
+        steps,
+        subagents: Vec::new(),
+        task: Task { environment: None, id: None, instruction, key, key_source },
+        tools: None,
+    })
+}

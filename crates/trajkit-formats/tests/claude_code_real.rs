@@ -1,0 +1,245 @@
+//! Claude Code reader on real published session logs (tests/fixtures/real/claude_code,
+//! see its NOTICE.md), plus small synthetic cases for rules no real file shows.
+//!
+//! Expected figures were counted independently with python from the files (the main
+//! thread = ancestors of the last message plus the split-response and parallel-result
+//! lines attached to it), not copied from the program's output.
+
+mod common;
+
+use common::{counts, from_file, read, real, report};
+use serde_json::json;
+use trajkit_model::{Authorship, Role, Status, TaskKeySource, Verification};
+
+type Row = (&'static str, u64, u64, u64, u64, &'static [(&'static str, u64)], Option<&'static str>);
+
+/// file (relative to the fixture dir), records, subagents, steps, tool_calls, gaps, part_of.
+const FIGURES: &[Row] = &[
+    ("codemie/-tmp-private/4c2ddfdc-b619-4525-8d03-1950fb1b0257.jsonl", 1, 2, 16, 6, &[], None),
+    ("codemie/-tmp-private/agent-36541525.jsonl", 0, 0, 0, 0, &[], Some("4c2ddfdc-b619-4525-8d03-1950fb1b0257.jsonl")),
+    ("codemie/-tmp-private/agent-50243ee8.jsonl", 0, 0, 0, 0, &[], Some("4c2ddfdc-b619-4525-8d03-1950fb1b0257.jsonl")),
+    ("codemie/incremental-subagents/turn-2.jsonl", 1, 1, 28, 14, &[], None),
+    ("codemie/incremental-subagents/turn-2/subagents/agent-a485154.jsonl", 0, 0, 0, 0, &[], Some("turn-2.jsonl")),
+    ("codemie/session-624a4a58.jsonl", 1, 0, 125, 48, &[], None),
+    ("codemie/session-9eda1058.jsonl", 1, 0, 14, 3, &[("unresolved_subagent_ref", 2)], None),
+    ("spotter/short.jsonl", 1, 0, 7, 2, &[], None),
+    ("spotter/subagent.jsonl", 1, 0, 34, 16, &[("unresolved_subagent_ref", 1)], None),
+    ("spotter/tool_heavy.jsonl", 1, 0, 20, 6, &[], None),
+];
+
+#[test]
+fn every_real_claude_code_file_has_its_exact_figures() {
+    let c = read(&[real("claude_code")]);
+    assert_eq!(c.reports.len(), FIGURES.len(), "one report per fixture file");
+    for &(name, records, subagents, steps, tool_calls, gaps, part_of) in FIGURES {
+        let r = report(&c, name);
+        assert_eq!(r.format.as_deref(), Some("claude-code"), "{name}");
+        let got = (r.records, r.trajectories, r.subagents, r.steps, r.tool_calls, r.duplicate_records, r.rejected);
+        assert_eq!(got, (records, records, subagents, steps, tool_calls, 0, 0), "{name}");
+        assert!(r.reasons.is_empty(), "{name}");
+        assert_eq!(r.gaps, counts(gaps), "{name} gaps");
+        assert_eq!(r.part_of.as_deref().map(|p| p.rsplit('/').next().unwrap_or(p)), part_of, "{name}");
+        assert!(r.error.is_none(), "{name}");
+    }
+}
+
+#[test]
+fn task_subagent_file_is_nested_and_linked_to_its_call() {
+    let c = read(&[real("claude_code/codemie/incremental-subagents")]);
+    let t = from_file(&c, "turn-2.jsonl")[0];
+    assert_eq!(t.session_id.as_deref(), Some("e9fb405b-169f-40eb-9396-7e75076f045d"));
+    assert_eq!(t.agent.name.as_deref(), Some("claude-code"));
+    assert_eq!(t.agent.version.as_deref(), Some("2.1.7"));
+    assert_eq!(t.agent.model.as_deref(), Some("claude-sonnet-4-5-20250929"));
+    assert!(t.id.starts_with("claude-code-") && t.id.len() == "claude-code-".len() + 16);
+    // Lines 4-6 (thinking, text, tool_use) are one API response: one step.
+    let s = &t.steps[1];
+    assert_eq!(s.role, Role::Assistant);
+    assert!(s.reasoning.is_some() && s.content.is_some());
+    let call = &s.tool_calls[0];
+    assert_eq!(call.name, "Task");
+    assert_eq!(call.id.as_deref(), Some("toolu_bdrk_019PUUtqzQg8U5ogfuyQ7yLV"));
+    assert_eq!(call.arguments["subagent_type"], json!("solution-architect"));
+    let res = &t.steps[2];
+    assert_eq!(res.role, Role::Tool);
+    assert_eq!(res.tool_results[0].call_id.as_deref(), Some("toolu_bdrk_019PUUtqzQg8U5ogfuyQ7yLV"));
+    assert_eq!(t.subagents.len(), 1);
+    let sub = &t.subagents[0];
+    assert_eq!(sub.spawned_by_tool_call.as_deref(), Some("toolu_bdrk_019PUUtqzQg8U5ogfuyQ7yLV"));
+    assert_eq!(sub.spawned_by_step, Some(1));
+    assert_eq!(res.tool_results[0].subagent_refs, vec![sub.trajectory.id.clone()]);
+    assert_eq!(
+        (sub.trajectory.steps.len(), sub.trajectory.steps.iter().map(|s| s.tool_calls.len()).sum::<usize>()),
+        (27, 20)
+    );
+    assert!(sub.trajectory.provenance.path.ends_with("turn-2/subagents/agent-a485154.jsonl"));
+    assert_eq!(t.outcome.status, Status::Unknown);
+    assert_eq!(t.outcome.verification, Verification::Unverified);
+    assert_eq!(t.task.key_source, TaskKeySource::InstructionHash);
+    assert!(t.task.instruction.as_deref().is_some_and(|i| i.starts_with("@\"solution-architect (agent)\"")));
+    assert_eq!(t.task.id, None);
+}
+
+#[test]
+fn parallel_tool_results_off_the_parent_chain_are_kept() {
+    // Lines 29-31 are one response with three tool_use blocks; their results (32-34)
+    // hang off different lines of it, so only one lies on the ancestor path of the end.
+    let c = read(&[real("claude_code/codemie/incremental-subagents/turn-2.jsonl")]);
+    let t = &c.trajectories[0];
+    let i = t.steps.iter().position(|s| s.tool_calls.len() == 3).expect("the three-call step");
+    let ids: Vec<_> = t.steps[i].tool_calls.iter().filter_map(|c| c.id.clone()).collect();
+    let answered: Vec<_> = t.steps[i + 1..i + 4].iter().filter_map(|s| s.tool_results[0].call_id.clone()).collect();
+    assert_eq!(answered.len(), 3);
+    assert!(answered.iter().all(|a| ids.contains(a)));
+    assert!(t.gaps.is_empty());
+}
+
+#[test]
+fn old_layout_agent_files_are_subagents_of_their_session() {
+    let c = read(&[real("claude_code/codemie/-tmp-private")]);
+    let t = &c.trajectories[0];
+    assert_eq!(c.trajectories.len(), 1);
+    let subs: Vec<_> =
+        t.subagents.iter().map(|s| s.trajectory.provenance.path.rsplit('/').next().unwrap_or("")).collect();
+    assert_eq!(subs, ["agent-36541525.jsonl", "agent-50243ee8.jsonl"]);
+    // Warmup sidechains are not spawned by a tool call.
+    assert!(t.subagents.iter().all(|s| s.spawned_by_tool_call.is_none()));
+    assert_eq!(t.subagents[0].trajectory.task.instruction.as_deref(), Some("Warmup"));
+}
+
+#[test]
+fn compaction_boundary_continues_the_conversation() {
+    // The compact_boundary line has parentUuid null and logicalParentUuid: the lines
+    // before it stay on the kept conversation (no abandoned branch).
+    let c = read(&[real("claude_code/codemie/session-624a4a58.jsonl")]);
+    let t = &c.trajectories[0];
+    assert!(t.gaps.is_empty());
+    let b = t.steps.iter().position(|s| s.extra.get("subtype") == Some(&json!("compact_boundary"))).expect("boundary");
+    assert_eq!(t.steps[b].role, Role::System);
+    assert!(b > 50, "the boundary comes after the pre-compaction turns");
+    let summary = &t.steps[b + 1];
+    assert_eq!((summary.role, summary.authorship), (Role::User, Authorship::Unknown));
+    // The first line is a harness caveat (isMeta): not the task instruction.
+    assert_eq!(t.steps[0].authorship, Authorship::Unknown);
+    assert!(!t.task.instruction.as_deref().unwrap_or("").starts_with("Caveat"));
+}
+
+#[test]
+fn usage_becomes_step_metrics_with_cache_reads_included() {
+    let c = read(&[real("claude_code/codemie/-tmp-private")]);
+    let t = &c.trajectories[0];
+    let s = t.steps.iter().find(|s| s.role == Role::Assistant).expect("assistant");
+    let m = s.metrics.as_ref().expect("usage");
+    // input 3 + cache creation 35066 + cache read 0; output 4.
+    assert_eq!((m.prompt_tokens, m.cached_tokens, m.completion_tokens), (Some(35069), Some(0), Some(4)));
+    assert_eq!(m.extra["cache_creation_input_tokens"], json!(35066));
+    assert!(t.metrics.is_none(), "a session log states no run totals");
+}
+
+#[test]
+fn metadata_lines_go_to_extra() {
+    let c = read(&[real("claude_code/codemie/session-9eda1058.jsonl")]);
+    let t = &c.trajectories[0];
+    assert_eq!(t.extra["summaries"].as_array().map(Vec::len), Some(16));
+    assert_eq!(t.extra["file_history_snapshots"].as_array().map(Vec::len), Some(3));
+    assert_eq!(t.extra["cwd"], json!("/Users/user/repo"));
+}
+
+mod synthetic {
+    //! Rules that no real fixture shows, written here by hand (labelled synthetic).
+    use super::common::read;
+    use std::io::Write;
+    use trajkit_model::Role;
+
+    fn session(lines: &[&str]) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("s.jsonl");
+        let mut f = std::fs::File::create(&path).expect("create");
+        for l in lines {
+            writeln!(f, "{l}").expect("write");
+        }
+        (dir, path)
+    }
+
+    fn user(uuid: &str, parent: &str, text: &str, side: bool) -> String {
+        let parent = if parent.is_empty() { "null".to_string() } else { format!("\"{parent}\"") };
+        format!(
+            r#"{{"type":"user","uuid":"{uuid}","parentUuid":{parent},"isSidechain":{side},"sessionId":"S","message":{{"role":"user","content":"{text}"}}}}"#
+        )
+    }
+
+    fn assistant(uuid: &str, parent: &str, id: &str, block: &str, side: bool) -> String {
+        format!(
+            r#"{{"type":"assistant","uuid":"{uuid}","parentUuid":"{parent}","isSidechain":{side},"sessionId":"S","message":{{"id":"{id}","role":"assistant","model":"m","content":[{block}]}}}}"#
+        )
+    }
+
+    #[test]
+    fn a_rewound_turn_is_an_abandoned_branch_not_a_step() {
+        let lines = [
+            user("u1", "", "sort a list", false),
+            assistant("a1", "u1", "m1", r#"{"type":"text","text":"which sort?"}"#, false),
+            user("u2a", "a1", "quicksort", false),
+            assistant("a2a", "u2a", "m2", r#"{"type":"text","text":"ok quick"}"#, false),
+            user("u2b", "a1", "mergesort", false),
+            assistant("a2b", "u2b", "m3", r#"{"type":"text","text":"ok merge"}"#, false),
+        ];
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let (_d, p) = session(&refs);
+        let c = read(&[p]);
+        let t = &c.trajectories[0];
+        let texts: Vec<_> = t.steps.iter().filter_map(|s| s.content.as_ref()).collect();
+        assert_eq!(
+            texts,
+            [
+                &serde_json::json!("sort a list"),
+                &serde_json::json!("which sort?"),
+                &serde_json::json!("mergesort"),
+                &serde_json::json!("ok merge")
+            ]
+        );
+        assert_eq!(t.gaps.len(), 1);
+        assert_eq!(t.gaps[0].kind.as_str(), "abandoned_branch");
+        assert_eq!(t.gaps[0].step, Some(1));
+        assert_eq!(t.extra["abandoned_branches"][0]["lines"], serde_json::json!([3, 4]));
+    }
+
+    #[test]
+    fn inline_sidechains_become_subagents_linked_by_prompt() {
+        let lines = [
+            user("u1", "", "research it", false),
+            assistant(
+                "a1",
+                "u1",
+                "m1",
+                r#"{"type":"tool_use","id":"toolu_T","name":"Task","input":{"prompt":"look around","description":"d"}}"#,
+                false,
+            ),
+            user("s1", "", "look around", true),
+            assistant("s2", "s1", "m9", r#"{"type":"text","text":"found it"}"#, true),
+            r#"{"type":"user","uuid":"r1","parentUuid":"a1","isSidechain":false,"sessionId":"S","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_T","content":"found it"}]}}"#.to_string(),
+        ];
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let (_d, p) = session(&refs);
+        let c = read(&[p]);
+        let r = &c.reports[0];
+        assert_eq!((r.steps, r.tool_calls, r.subagents), (3, 1, 1));
+        let t = &c.trajectories[0];
+        let sub = &t.subagents[0];
+        assert_eq!(sub.spawned_by_tool_call.as_deref(), Some("toolu_T"));
+        assert_eq!(sub.spawned_by_step, Some(1));
+        let roles: Vec<Role> = sub.trajectory.steps.iter().map(|s| s.role).collect();
+        assert_eq!(roles, [Role::User, Role::Assistant]);
+        assert_eq!(t.steps[2].tool_results[0].subagent_refs, vec![sub.trajectory.id.clone()]);
+        assert!(t.gaps.is_empty());
+    }
+
+    #[test]
+    fn a_bad_line_rejects_the_session_naming_the_line() {
+        let good = user("u1", "", "hi", false);
+        let (_d, p) = session(&[good.as_str(), "{\"type\":\"user\",\"uuid\":"]);
+        let c = read(&[p]);
+        assert_eq!(c.rejections[0].reason.as_str(), "invalid_json");
+        assert_eq!(c.rejections[0].problems[0].json_path, "$[line 2]");
+    }
+}
