@@ -17,6 +17,8 @@ pub enum FormatError {
     NotRecognised { path: String, guess: Option<String> },
     #[error("{path}: empty file")]
     Empty { path: String },
+    #[error("internal error: {0}")]
+    Internal(String),
     #[error("unknown format '{name}' (known: {known})")]
     UnknownFormat { name: String, known: String },
 }

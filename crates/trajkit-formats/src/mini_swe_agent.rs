@@ -16,7 +16,7 @@ use crate::input::InputFile;
 use crate::json::{content_text, into_extra, take, take_f64, take_str};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, Problem, Reason};
-use crate::swe_agent::{prediction_only, predictions_map};
+use crate::swe_agent::{openai_calls, prediction_only, predictions_map};
 
 /// Reader for mini-swe-agent.
 pub struct MiniSweAgentReader;
@@ -73,9 +73,13 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     let steps = steps(messages)?;
     let mut gaps = Vec::new();
     link_tool_results(&steps, &mut gaps);
-    let mut info = match take(&mut doc, "info") {
+    let mut info = match doc.remove("info") {
         Some(Value::Object(i)) => i,
-        _ => Map::new(),
+        Some(other) => {
+            doc.insert("info".into(), other);
+            Map::new()
+        }
+        None => Map::new(),
     };
     let metrics = match info.get_mut("model_stats").and_then(Value::as_object_mut) {
         Some(stats) => {
@@ -153,6 +157,20 @@ fn steps(messages: Vec<Value>) -> Result<Vec<Step>, Problem> {
         let content = take(&mut m, "content");
         let mut step = match role.as_str() {
             "system" => Step::new(Role::System, content),
+            "assistant" if m.contains_key("tool_calls") => {
+                // Tool-calling versions: OpenAI tool calls, answered by `tool` messages.
+                let mut s = Step::new(Role::Assistant, content);
+                if let Some(calls) = m.remove("tool_calls") {
+                    s.tool_calls = openai_calls(calls, &path)?;
+                }
+                s
+            }
+            "tool" => {
+                let mut s = Step::new(Role::Tool, None);
+                let call_id = take_str(&mut m, "tool_call_id");
+                s.tool_results.push(ToolResult { call_id, content, extra: Map::new(), subagent_refs: vec![] });
+                s
+            }
             "assistant" => {
                 let mut s = Step::new(Role::Assistant, content);
                 let blocks = s.content.as_ref().and_then(content_text).map(|t| fenced_actions(&t)).unwrap_or_default();
@@ -230,7 +248,23 @@ fn fenced_actions(text: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::fenced_actions;
+    use super::{fenced_actions, steps};
+    use serde_json::json;
+    use trajkit_model::Role;
+
+    /// Synthetic: the tool-calling message shape (no real file of it is published here).
+    #[test]
+    fn tool_calling_messages_pair_by_id() {
+        let messages = vec![
+            json!({"role": "user", "content": "fix it"}),
+            json!({"role": "assistant", "content": "", "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{\"command\": \"ls\"}"}}]}),
+            json!({"role": "tool", "tool_call_id": "c1", "content": "a.py"}),
+        ];
+        let s = steps(messages).expect("steps");
+        assert_eq!(s[1].tool_calls[0].arguments, json!({"command": "ls"}));
+        assert_eq!((s[2].role, s[2].tool_results[0].call_id.as_deref()), (Role::Tool, Some("c1")));
+    }
 
     #[test]
     fn fenced_actions_take_only_shell_blocks() {

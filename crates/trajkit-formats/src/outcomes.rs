@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
 use trajkit_model::{Gap, GapKind, Status, Trajectory, Verification};
@@ -30,7 +31,10 @@ impl OutcomeTable {
             path: display.clone(),
             message: format!("invalid JSON at line {} column {}: {e}", e.line(), e.column()),
         })?;
-        let entries = parse_report(&value, None);
+        // A per-instance report names its instance only by its directory
+        // (`run_evaluation/<instance>/report.json`).
+        let dir_name = path.canonicalize().ok().and_then(|p| p.parent()?.file_name()?.to_str().map(str::to_string));
+        let entries = parse_report(&value, dir_name.as_deref());
         if entries.is_empty() {
             return Err(FormatError::Report {
                 path: display,
@@ -91,16 +95,37 @@ pub fn parse_report(v: &Value, instance: Option<&str>) -> Vec<(String, Status)> 
     if !out.is_empty() {
         return out;
     }
+    // SWE-agent 0.x `results.json` (swebench's model report): one id list per stage.
+    // `resolved` ids succeeded; ids that were `applied` (the patch applied and the tests
+    // ran) but are not resolved failed; others (not generated, not applied) stay unknown.
+    if let Some(resolved) = m.get("resolved").and_then(Value::as_array) {
+        let ids = |v: &Value| v.as_str().map(str::to_string);
+        let resolved: Vec<String> = resolved.iter().filter_map(ids).collect();
+        let applied = m.get("applied").and_then(Value::as_array).into_iter().flatten().filter_map(ids);
+        let failed: Vec<String> = applied.filter(|id| !resolved.contains(id)).collect();
+        out.extend(resolved.into_iter().map(|id| (id, Status::Success)));
+        out.extend(failed.into_iter().map(|id| (id, Status::Failure)));
+        return out;
+    }
     m.iter().filter_map(|(id, r)| Some((id.clone(), r.get("resolved").and_then(status)?))).collect()
 }
 
-/// Sets the outcome from a report unless the record has one; a disagreement is a gap.
+/// Sets the outcome from a report unless the record has one of its own (a status, a
+/// reward, or any verification); a disagreement with the record's status is a gap.
 pub fn apply(t: &mut Trajectory, status: Status, source: &str) {
-    if t.outcome.status == Status::Unknown {
+    let own = t.outcome.status != Status::Unknown
+        || t.outcome.reward.is_some()
+        || t.outcome.verification != Verification::Unverified;
+    if !own {
         t.outcome.status = status;
         t.outcome.verification = Verification::SourceEvaluator;
         t.outcome.source = Some(source.to_string());
     } else if t.outcome.status != status {
+        let source = if t.outcome.reward.is_some() && t.outcome.status == Status::Unknown {
+            format!("{source} (the record has its own reward)")
+        } else {
+            source.to_string()
+        };
         t.gaps.push(Gap::at(
             GapKind::OutcomeConflict,
             None,
@@ -136,14 +161,34 @@ pub fn side_reports(traj: &Path, instance: &str, input_root: &Path) -> Vec<(Path
 /// Joins the first side report that names `instance` (see `side_reports`).
 pub fn join_side_reports(t: &mut Trajectory, file: &InputFile, instance: &str) {
     for (path, hint) in side_reports(&file.fs_path, instance, &file.root) {
-        let f = InputFile { fs_path: path.clone(), display: display_of(file, &path), root: file.root.clone() };
-        let Ok(bytes) = input::read_all(&f) else { continue };
-        let Ok(v) = serde_json::from_slice::<Value>(&bytes) else { continue };
-        if let Some((_, status)) = parse_report(&v, hint.as_deref()).into_iter().find(|(id, _)| id == instance) {
-            apply(t, status, &f.display);
+        let display = display_of(file, &path);
+        let Some(report) = cached_report(&path, hint.as_deref(), &file.root) else { continue };
+        if let Some(status) = report.get(instance) {
+            apply(t, *status, &display);
             return;
         }
     }
+}
+
+/// A parsed report: instance id -> status.
+type Report = Arc<HashMap<String, Status>>;
+
+/// Parsed side reports, once per file per run: a run summary beside thousands of
+/// trajectories is read once, not once per trajectory. (A per-instance report's hint is
+/// always its own instance, so the path alone is the key.)
+fn cached_report(path: &Path, hint: Option<&str>, root: &Path) -> Option<Report> {
+    static CACHE: OnceLock<Mutex<HashMap<PathBuf, Option<Report>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(hit) = cache.lock().ok()?.get(path) {
+        return hit.clone();
+    }
+    let f = InputFile { fs_path: path.to_path_buf(), display: path.display().to_string(), root: root.to_path_buf() };
+    let parsed = input::read_all(&f)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+        .map(|v| Arc::new(parse_report(&v, hint).into_iter().collect::<HashMap<_, _>>()));
+    cache.lock().ok()?.insert(path.to_path_buf(), parsed.clone());
+    parsed
 }
 
 /// A display path for a side file: relative to the trajectory's display directory when

@@ -189,8 +189,11 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
         batch.buf.clear();
         let _ = recycle_tx.try_send(batch);
     }
-    let _ = stage.join();
-    let _ = producer.join();
+    let stage_ok = stage.join().is_ok();
+    let producer_ok = producer.join().is_ok();
+    if !(stage_ok && producer_ok) {
+        return Err(FormatError::Internal("a reading thread failed; results are incomplete".into()));
+    }
     Ok(plans.into_iter().map(|p| p.report).collect())
 }
 
@@ -463,7 +466,9 @@ fn process(
     let sha: [u8; 32] = Sha256::digest(bytes).into();
     let sha_hex = trajkit_model::canonical::hex(&sha);
     let raw = RawRecord { bytes, sha256: &sha_hex, line: rec.line, document_index: rec.document_index };
-    let outcome = match reader.read_record(&raw, file) {
+    // A reader bug must never make a record vanish (or end the run looking successful):
+    // a panic becomes a rejection of that record, named as an internal error.
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match reader.read_record(&raw, file) {
         RecordResult::Rejected(problems) => Err(problems),
         RecordResult::Accepted { mut trajectory, rollout_key, .. } => {
             if let Some(table) = outcomes {
@@ -481,7 +486,19 @@ fn process(
                 }
             }
         }
-    };
+    }))
+    .unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        Err(vec![Problem::new(
+            Reason::InternalError,
+            "$",
+            format!("the {} reader failed on this record: {what}", reader.name()),
+        )])
+    });
     Processed { sha, outcome }
 }
 
@@ -544,5 +561,34 @@ fn apply(plan: &mut Plan, state: &mut FileState, rec: &OwnedRecord, p: Processed
             plan.report.add_trajectory(&acc.counts);
             sink.trajectory(&plan.file, acc.trajectory.as_deref(), acc.canonical.as_deref());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reader with a bug (synthetic): it panics on every record.
+    struct Panics;
+    impl Reader for Panics {
+        fn name(&self) -> &'static str {
+            "panics"
+        }
+        fn detect(&self, _: &Peek) -> Option<Detection> {
+            None
+        }
+        fn read_record(&self, _: &RawRecord, _: &InputFile) -> RecordResult {
+            panic!("attempt to add with overflow")
+        }
+    }
+
+    #[test]
+    fn a_reader_panic_is_a_rejection_not_a_lost_record() {
+        let file = InputFile { fs_path: "x.jsonl".into(), display: "x.jsonl".into(), root: PathBuf::new() };
+        let rec = OwnedRecord { file: 0, range: 0..2, line: Some(7), document_index: None };
+        let p = process(&Panics, b"{}", &rec, &file, true, false, None);
+        let problems = p.outcome.err().expect("rejected");
+        assert_eq!(problems[0].reason, Reason::InternalError);
+        assert!(problems[0].message.contains("attempt to add with overflow"), "{}", problems[0].message);
     }
 }

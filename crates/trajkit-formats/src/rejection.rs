@@ -44,6 +44,8 @@ pub enum Reason {
     PredictionOnly,
     /// An evaluation report (outcomes), not a trajectory.
     EvaluationReport,
+    /// The reader failed on this record (a trajkit bug): reported, never dropped.
+    InternalError,
 }
 
 impl Reason {
@@ -69,11 +71,12 @@ impl Reason {
             Reason::TransitionRewritesHistory => "transition_rewrites_history",
             Reason::PredictionOnly => "prediction_only",
             Reason::EvaluationReport => "evaluation_report",
+            Reason::InternalError => "internal_error",
         }
     }
 
     /// Every reason, for documentation and tests.
-    pub const ALL: [Reason; 19] = [
+    pub const ALL: [Reason; 20] = [
         Reason::InvalidJson,
         Reason::InvalidUtf8,
         Reason::SchemaViolation,
@@ -93,6 +96,7 @@ impl Reason {
         Reason::TransitionRewritesHistory,
         Reason::PredictionOnly,
         Reason::EvaluationReport,
+        Reason::InternalError,
     ];
 }
 

@@ -123,9 +123,14 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     let steps = steps(history, &actions)?;
     let mut gaps = Vec::new();
     link_tool_results(&steps, &mut gaps);
-    let mut info = match take(&mut doc, "info") {
+    let mut info = match doc.remove("info") {
         Some(Value::Object(i)) => i,
-        _ => Map::new(),
+        Some(other) => {
+            // Not the documented shape: kept as it is.
+            doc.insert("info".into(), other);
+            Map::new()
+        }
+        None => Map::new(),
     };
     let metrics = model_stats(&mut info);
     let version = take_str(&mut info, "swe_agent_version");
@@ -200,7 +205,7 @@ fn steps(history: Vec<Value>, actions: &[Option<String>]) -> Result<Vec<Step>, P
         };
         let role = take_str(&mut m, "role")
             .ok_or_else(|| Problem::new(Reason::SchemaViolation, format!("{path}.role"), "message without role"))?;
-        let content = take(&mut m, "content").map(decode_json_string);
+        let content = take(&mut m, "content").map(|c| decode_json_list(c, is_content_part));
         let is_demo = m.get("is_demo").and_then(Value::as_bool) == Some(true);
         let mut step = match role.as_str() {
             "system" => Step::new(Role::System, content),
@@ -229,7 +234,7 @@ fn steps(history: Vec<Value>, actions: &[Option<String>]) -> Result<Vec<Step>, P
         if role == "assistant" {
             step.reasoning = take_str(&mut m, "thought")
                 .filter(|t| Some(t.as_str()) != step.content.as_ref().and_then(Value::as_str));
-            if let Some(calls) = take(&mut m, "tool_calls").map(decode_json_string) {
+            if let Some(calls) = take(&mut m, "tool_calls").map(|c| decode_json_list(c, is_call)) {
                 step.tool_calls = openai_calls(calls, &path)?;
             } else if let Some(action) = m.get("action").and_then(Value::as_str).map(str::to_string) {
                 if !is_demo {
@@ -245,7 +250,7 @@ fn steps(history: Vec<Value>, actions: &[Option<String>]) -> Result<Vec<Step>, P
             }
         }
         if role == "tool" {
-            if let Some(ids) = take(&mut m, "tool_call_ids").map(decode_json_string) {
+            if let Some(ids) = take(&mut m, "tool_call_ids").map(|c| decode_json_list(c, Value::is_string)) {
                 let ids: Vec<String> =
                     ids.as_array().into_iter().flatten().filter_map(|v| v.as_str().map(str::to_string)).collect();
                 let content = step.content.take();
@@ -268,26 +273,50 @@ fn steps(history: Vec<Value>, actions: &[Option<String>]) -> Result<Vec<Step>, P
     Ok(out)
 }
 
-/// SWE-agent 1.x sometimes stores lists as JSON text (`"[{\"type\": ...}]"`).
-fn decode_json_string(v: Value) -> Value {
+/// SWE-agent 1.x sometimes stores lists as JSON text (`"[{\"type\": ...}]"`). Only a
+/// list whose items pass `shape` is decoded: other text that happens to start with `[`
+/// (an observation printing `[1, 2]`) stays text.
+fn decode_json_list(v: Value, shape: fn(&Value) -> bool) -> Value {
     match &v {
-        Value::String(s) if s.starts_with('[') => serde_json::from_str(s).unwrap_or(v),
+        Value::String(s) if s.starts_with('[') => match serde_json::from_str::<Value>(s) {
+            Ok(Value::Array(items)) if !items.is_empty() && items.iter().all(shape) => Value::Array(items),
+            _ => v,
+        },
         _ => v,
     }
 }
 
-fn openai_calls(v: Value, path: &str) -> Result<Vec<ToolCall>, Problem> {
+fn is_content_part(v: &Value) -> bool {
+    v.get("type").is_some_and(Value::is_string)
+}
+
+fn is_call(v: &Value) -> bool {
+    v.get("function").is_some_and(Value::is_object)
+}
+
+pub(crate) fn openai_calls(v: Value, path: &str) -> Result<Vec<ToolCall>, Problem> {
     let Value::Array(calls) = v else {
         return Err(Problem::new(Reason::SchemaViolation, format!("{path}.tool_calls"), "tool_calls must be a list"));
     };
     let mut out = Vec::with_capacity(calls.len());
-    for c in calls {
-        let Value::Object(mut c) = c else { continue };
+    for (k, c) in calls.into_iter().enumerate() {
+        let at = format!("{path}.tool_calls[{k}]");
+        let Value::Object(mut c) = c else {
+            return Err(Problem::new(Reason::SchemaViolation, at, "a tool call must be an object"));
+        };
         let mut function = match c.remove("function") {
             Some(Value::Object(f)) => f,
-            _ => Map::new(),
+            _ => {
+                return Err(Problem::new(
+                    Reason::SchemaViolation,
+                    format!("{at}.function"),
+                    "function must be an object",
+                ))
+            }
         };
-        let name = take_str(&mut function, "name").unwrap_or_default();
+        let Some(name) = take_str(&mut function, "name") else {
+            return Err(Problem::new(Reason::SchemaViolation, format!("{at}.function.name"), "a call needs a name"));
+        };
         let (arguments, invalid) = match function.remove("arguments") {
             Some(Value::String(s)) => match serde_json::from_str::<Value>(&s) {
                 Ok(v) => (v, false),
@@ -329,7 +358,10 @@ fn text_action(action: &str, id: Option<String>) -> ToolCall {
 
 /// `info.model_stats`: tokens_sent / tokens_received / instance_cost (run totals).
 fn model_stats(info: &mut Map<String, Value>) -> Option<Metrics> {
-    let Some(Value::Object(mut stats)) = take(info, "model_stats") else {
+    let Some(Value::Object(_)) = info.get("model_stats") else {
+        return None;
+    };
+    let Some(Value::Object(mut stats)) = info.remove("model_stats") else {
         return None;
     };
     Some(Metrics {

@@ -171,3 +171,60 @@ fn a_lone_report_or_predictions_file_is_named_not_read_as_trajectories() {
     let c = read(&[real("swe_smith/run_evaluation.report.json")]);
     assert_eq!(report(&c, "run_evaluation.report.json").reasons, counts(&[("evaluation_report", 1)]));
 }
+
+#[test]
+fn swe_agent_0x_run_directory_results_json_is_joined() {
+    // SWE-agent 0.x writes <run>/<id>.traj and, after evaluation, <run>/results.json with one
+    // id list per stage (swebench's model report). Synthetic report for the real .traj.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let run = tmp.path().join("run");
+    std::fs::create_dir_all(&run).expect("mkdir");
+    std::fs::copy(real("swe_agent_traj/pydicom__pydicom-1458.traj"), run.join("pydicom__pydicom-1458.traj"))
+        .expect("copy");
+    let report = json!({"generated": ["pydicom__pydicom-1458"], "applied": ["pydicom__pydicom-1458"], "resolved": []});
+    std::fs::write(run.join("results.json"), report.to_string()).expect("write");
+    let c = read(&[tmp.path().to_path_buf()]);
+    assert_eq!(c.trajectories[0].outcome.status, Status::Failure, "applied but not resolved");
+    let side = c.reports.iter().find(|r| r.path.ends_with("results.json")).expect("report");
+    assert!(side.part_of.is_some());
+}
+
+#[test]
+fn a_flat_per_instance_report_works_with_outcomes_too() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    producer_layout(tmp.path());
+    let flat = tmp.path().join("run_evaluation/pandas-dev__pandas.95280573.pr_53856/report.json");
+    let table = OutcomeTable::load(&flat).expect("the instance is named by its directory");
+    assert_eq!(table.len(), 1);
+}
+
+#[test]
+fn a_join_never_overrides_a_reward_the_record_carries() {
+    // Synthetic: a record with its own reward but no status (a Gym-like outcome).
+    let c = read(&[real("swe_smith/pandas-dev__pandas.95280573.pr_53856.traj")]);
+    let mut t = c.trajectories[0].clone();
+    t.outcome.reward = Some(0.5);
+    t.outcome.verification = Verification::SourceEvaluator;
+    trajkit_formats::outcomes::apply(&mut t, Status::Success, "report.json");
+    assert_eq!((t.outcome.status, t.outcome.source.as_deref()), (Status::Unknown, None));
+    assert_eq!(t.gaps.last().map(|g| g.kind.as_str()), Some("outcome_conflict"));
+}
+
+#[test]
+fn observation_text_that_looks_like_json_stays_text() {
+    // Synthetic 1.x history: an observation printing `[1, 2]` must not become an array.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let doc = json!({"history": [
+        {"role": "system", "content": "s", "agent": "main"},
+        {"role": "user", "content": "do it", "agent": "main"},
+        {"role": "assistant", "content": "x", "tool_calls": "[{\"id\": \"c1\", \"function\": {\"name\": \"bash\", \"arguments\": \"{}\"}}]"},
+        {"role": "tool", "content": "[1, 2]", "tool_call_ids": "[\"c1\"]"}
+    ], "info": "not-an-object"});
+    let p = tmp.path().join("x.traj");
+    std::fs::write(&p, doc.to_string()).expect("write");
+    let c = read(&[p]);
+    let t = &c.trajectories[0];
+    assert_eq!(t.steps[2].tool_calls[0].id.as_deref(), Some("c1"), "JSON-text calls are decoded");
+    assert_eq!(t.steps[3].tool_results[0].content, Some(json!("[1, 2]")));
+    assert_eq!(t.extra.get("info"), Some(&json!("not-an-object")), "an unexpected info is kept");
+}
