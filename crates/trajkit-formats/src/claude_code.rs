@@ -355,7 +355,13 @@ fn usage_metrics(usage: Value) -> Option<Metrics> {
     let input = usage.get("input_tokens").and_then(Value::as_u64);
     let creation = usage.get("cache_creation_input_tokens").and_then(Value::as_u64);
     let read = take_u64(&mut usage, "cache_read_input_tokens");
-    let prompt = input.map(|i| i + creation.unwrap_or(0) + read.unwrap_or(0));
+    // Checked: on overflow the figure stays absent (the raw counts stay in `extra`).
+    let prompt = input.and_then(|i| i.checked_add(creation.unwrap_or(0))?.checked_add(read.unwrap_or(0)));
+    if input.is_some() && prompt.is_none() {
+        if let Some(r) = read {
+            usage.insert("cache_read_input_tokens".into(), Value::from(r));
+        }
+    }
     let completion = take_u64(&mut usage, "output_tokens");
     let m = Metrics {
         cached_tokens: read,
@@ -384,8 +390,11 @@ fn build_scope(tree: &Tree, env: &Envelope) -> Built {
     let mut model: Option<String> = None;
     // Line index -> index of the step it produced (the last one when it made two).
     let mut step_of: HashMap<usize, usize> = HashMap::new();
-    let mut usage_seen: HashSet<String> = HashSet::new();
-    let mut open_message: Option<String> = None;
+    // message.id -> step of that API response; responses whose usage is on a step already.
+    let mut response_step: HashMap<String, usize> = HashMap::new();
+    let mut metered: HashSet<String> = HashSet::new();
+    // Step -> raw usages equal to its metrics so far, with the merged_lines entry of each.
+    let mut step_usage: HashMap<usize, Vec<(Value, Option<usize>)>> = HashMap::new();
 
     for &i in &thread.kept {
         let line = tree.lines[i];
@@ -408,44 +417,48 @@ fn build_scope(tree: &Tree, env: &Envelope) -> Built {
         match (kind.as_str(), message) {
             ("assistant", Some(mut msg)) => {
                 let mid = str_of(&msg, "id").map(str::to_string);
-                let continues = mid.is_some()
-                    && mid == open_message
-                    && steps.last().is_some_and(|s| s.role == Role::Assistant && !s.subagent);
-                if !continues {
-                    let mut step = Step::new(Role::Assistant, None);
-                    step.source_id = uuid.clone();
-                    step.timestamp = timestamp.clone();
-                    steps.push(step);
+                // The step of the same API response, when only tool results lie between it
+                // and this line (a response split around the result of an eager tool call).
+                let target = mid.as_ref().and_then(|id| response_step.get(id).copied()).filter(|&j| {
+                    steps.get(j).is_some_and(|s| s.role == Role::Assistant && !s.subagent)
+                        && steps.get(j + 1..).is_some_and(|rest| rest.iter().all(|s| s.role == Role::Tool))
+                });
+                let continues = target.is_some();
+                let at = match target {
+                    Some(j) => j,
+                    None => {
+                        let mut step = Step::new(Role::Assistant, None);
+                        step.source_id = uuid.clone();
+                        step.timestamp = timestamp.clone();
+                        steps.push(step);
+                        steps.len() - 1
+                    }
+                };
+                if let Some(id) = &mid {
+                    response_step.insert(id.clone(), at);
                 }
-                let at = steps.len() - 1;
-                let Some(step) = steps.last_mut() else {
+                let Some(step) = steps.get_mut(at) else {
                     continue;
                 };
                 if continues {
                     if let Some(u) = uuid {
-                        let merged = step.extra.entry("merged_uuids").or_insert_with(|| Value::Array(Vec::new()));
-                        if let Value::Array(a) = merged {
-                            a.push(u);
-                        }
+                        push_extra(&mut step.extra, "merged_uuids", u);
                     }
                 }
-                open_message = mid.clone();
                 let msg_model = take_str(&mut msg, "model");
                 if let Some(m) = msg_model {
                     if model.is_none() && m != "<synthetic>" {
                         model = Some(m.clone());
                     }
-                    if step.model.is_none() && model.as_deref() != Some(m.as_str()) {
+                    let current = step.model.as_deref().or(model.as_deref());
+                    if continues && current != Some(m.as_str()) {
+                        // A later line names another model: kept with that line.
+                        msg.insert("model".into(), Value::String(m));
+                    } else if !continues && step.model.is_none() && model.as_deref() != Some(m.as_str()) {
                         step.model = Some(m);
                     }
                 }
                 let usage = msg.remove("usage");
-                if let Some(u) = usage {
-                    let first = mid.as_ref().is_none_or(|id| usage_seen.insert(id.clone()));
-                    if first && step.metrics.is_none() {
-                        step.metrics = usage_metrics(u);
-                    }
-                }
                 let blocks = match msg.remove("content") {
                     Some(Value::Array(b)) => b,
                     Some(Value::String(s)) => vec![serde_json::json!({"type": "text", "text": s})],
@@ -492,14 +505,59 @@ fn build_scope(tree: &Tree, env: &Envelope) -> Built {
                 }
                 step.content = content_from_blocks(parts);
                 msg.remove("role");
-                if !msg.is_empty() && !continues {
-                    step.extra.insert("message".into(), Value::Object(msg));
+                // Where this line's own values go: the step (first line) or a merged_lines entry.
+                let slot = if continues {
+                    // Message fields equal to the first line's are not repeated.
+                    let first = step.extra.get("message").and_then(Value::as_object);
+                    msg.retain(|k, v| first.and_then(|f| f.get(k)) != Some(v));
+                    let mut entry = obj;
+                    if let Some(t) = timestamp {
+                        entry.insert("timestamp".into(), Value::String(t));
+                    }
+                    if !msg.is_empty() {
+                        entry.insert("message".into(), Value::Object(msg));
+                    }
+                    entry.entry("line").or_insert(Value::from(line.no));
+                    push_extra(&mut step.extra, "merged_lines", Value::Object(entry));
+                    step.extra.get("merged_lines").and_then(Value::as_array).map(|a| a.len().saturating_sub(1))
+                } else {
+                    if !msg.is_empty() {
+                        step.extra.insert("message".into(), Value::Object(msg));
+                    }
+                    keep_line_extra(&mut step.extra, obj);
+                    None
+                };
+                if let Some(u) = usage {
+                    // The step's metrics come from the last line of the response (streamed
+                    // logs write a placeholder output_tokens on the earlier lines); an earlier
+                    // line's usage that differs stays with that line.
+                    // A response already metered on an earlier step (split around a user
+                    // message) keeps its usage with the line, so it is not counted twice.
+                    let metered_elsewhere =
+                        !step_usage.contains_key(&at) && mid.as_ref().is_some_and(|id| metered.contains(id));
+                    if metered_elsewhere {
+                        keep_line_usage(&mut step.extra, slot, u);
+                    } else {
+                        // Earlier lines whose usage differs from this (now final) one keep it;
+                        // equal ones are the step's metrics already.
+                        let pending = step_usage.entry(at).or_default();
+                        for (prev, prev_slot) in std::mem::take(pending) {
+                            if prev == u {
+                                pending.push((prev, prev_slot));
+                            } else {
+                                keep_line_usage(&mut step.extra, prev_slot, prev);
+                            }
+                        }
+                        pending.push((u.clone(), slot));
+                        step.metrics = usage_metrics(u);
+                        if let Some(id) = &mid {
+                            metered.insert(id.clone());
+                        }
+                    }
                 }
-                keep_line_extra(&mut step.extra, obj, continues);
                 step_of.insert(i, at);
             }
             ("user", Some(mut msg)) => {
-                open_message = None;
                 let meta = obj.get("isMeta").and_then(Value::as_bool) == Some(true)
                     || obj.get("isCompactSummary").and_then(Value::as_bool) == Some(true);
                 let (results, others): (Vec<Value>, Vec<Value>) = match msg.remove("content") {
@@ -562,12 +620,11 @@ fn build_scope(tree: &Tree, env: &Envelope) -> Built {
                     if !msg.is_empty() {
                         step.extra.insert("message".into(), Value::Object(msg));
                     }
-                    keep_line_extra(&mut step.extra, obj, false);
+                    keep_line_extra(&mut step.extra, obj);
                 }
                 step_of.insert(i, steps.len() - 1);
             }
             (_, message) => {
-                open_message = None;
                 let role = if kind == "system" { Role::System } else { Role::Environment };
                 let content = take(&mut obj, "content");
                 let mut step = Step::new(role, content);
@@ -579,7 +636,7 @@ fn build_scope(tree: &Tree, env: &Envelope) -> Built {
                 if let Some(m) = message {
                     step.extra.insert("message".into(), Value::Object(m));
                 }
-                keep_line_extra(&mut step.extra, obj, false);
+                keep_line_extra(&mut step.extra, obj);
                 steps.push(step);
                 step_of.insert(i, steps.len() - 1);
             }
@@ -652,6 +709,26 @@ fn agent_ids_of(tool_use_result: Option<&Value>, content: Option<&Value>, line: 
     out
 }
 
+/// Keeps a superseded `usage` with the line it came from: in the message leftovers of the
+/// step's first line (`extra.message`) or of its `merged_lines[n]` entry.
+fn keep_line_usage(extra: &mut Extra, merged: Option<usize>, usage: Value) {
+    let holder = match merged {
+        Some(n) => extra
+            .get_mut("merged_lines")
+            .and_then(Value::as_array_mut)
+            .and_then(|a| a.get_mut(n))
+            .and_then(Value::as_object_mut),
+        None => Some(extra),
+    };
+    let slot = holder.map(|h| h.entry("message").or_insert_with(|| Value::Object(Map::new())));
+    match slot.and_then(Value::as_object_mut) {
+        Some(m) if !m.contains_key("usage") => {
+            m.insert("usage".into(), usage);
+        }
+        _ => {}
+    }
+}
+
 fn push_extra(extra: &mut Extra, key: &str, v: Value) {
     let slot = extra.entry(key).or_insert_with(|| Value::Array(Vec::new()));
     if let Value::Array(a) = slot {
@@ -659,16 +736,8 @@ fn push_extra(extra: &mut Extra, key: &str, v: Value) {
     }
 }
 
-/// What is left of a line goes to the step's extra (for a merged line, under
-/// `merged_lines` so the first line's fields are not overwritten).
-fn keep_line_extra(extra: &mut Extra, obj: Map<String, Value>, merged: bool) {
-    if obj.is_empty() {
-        return;
-    }
-    if merged {
-        push_extra(extra, "merged_lines", Value::Object(obj));
-        return;
-    }
+/// What is left of a line goes to the step's extra.
+fn keep_line_extra(extra: &mut Extra, obj: Map<String, Value>) {
     for (k, v) in obj {
         extra.insert(k, v);
     }
@@ -699,7 +768,14 @@ fn metadata_extra(lines: &[&Line], extra: &mut Extra) {
             continue;
         }
         match line_type(l) {
-            "progress" => progress += 1,
+            "progress" => {
+                progress += 1;
+                // Verbatim with its line number: hook runs (hookName, command) and
+                // agent_progress transcripts exist nowhere else in some sessions.
+                let mut o = l.obj.clone();
+                o.entry("line").or_insert(Value::from(l.no));
+                push_extra(extra, "progress", Value::Object(o));
+            }
             "summary" => push_extra(extra, "summaries", Value::Object(l.obj.clone())),
             "file-history-snapshot" => push_extra(extra, "file_history_snapshots", Value::Object(l.obj.clone())),
             _ => push_extra(extra, "other_lines", Value::Object(l.obj.clone())),
@@ -836,11 +912,22 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
             continue;
         }
         let step = links.call_step.get(call).copied();
-        t.gaps.push(Gap::at(
-            GapKind::UnresolvedSubagentRef,
-            step,
-            format!("agent {agent} (tool call {call}): no sidechain or subagent file"),
-        ));
+        let progress = lines
+            .iter()
+            .filter(|l| {
+                line_type(l) == "progress"
+                    && l.obj.get("data").and_then(|d| d.get("agentId")).and_then(Value::as_str) == Some(agent.as_str())
+            })
+            .count();
+        let detail = if progress > 0 {
+            format!(
+                "agent {agent} (tool call {call}): no sidechain or subagent file; its transcript is only in \
+                 {progress} agent_progress line(s), kept in extra.progress"
+            )
+        } else {
+            format!("agent {agent} (tool call {call}): no sidechain or subagent file")
+        };
+        t.gaps.push(Gap::at(GapKind::UnresolvedSubagentRef, step, detail));
     }
     Ok(t)
 }
@@ -897,6 +984,33 @@ fn is_agent_file(path: &Path) -> bool {
     logical_stem(path).is_some_and(|s| s.starts_with("agent-"))
 }
 
+/// Session ids of the `agent-*.jsonl` files of a directory, read once per process per
+/// directory (a session and its `referenced_files` both ask; a project directory holds
+/// many sessions). Keyed by the directory and its modification time.
+fn sibling_session_ids(dir: &Path, files: Vec<PathBuf>) -> Vec<(PathBuf, Option<String>)> {
+    use std::sync::{Mutex, OnceLock};
+    type Cache = HashMap<(PathBuf, Option<std::time::SystemTime>), Vec<(PathBuf, Option<String>)>>;
+    static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
+    let key = (dir.to_path_buf(), std::fs::metadata(dir).and_then(|m| m.modified()).ok());
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Ok(c) = cache.lock() {
+        if let Some(hit) = c.get(&key) {
+            return hit.clone();
+        }
+    }
+    let ids: Vec<(PathBuf, Option<String>)> = files
+        .into_iter()
+        .map(|p| {
+            let id = session_id_of(&p);
+            (p, id)
+        })
+        .collect();
+    if let Ok(mut c) = cache.lock() {
+        c.insert(key, ids.clone());
+    }
+    ids
+}
+
 /// The session id of a file: the first `sessionId` among its first lines.
 fn session_id_of(path: &Path) -> Option<String> {
     use std::io::{BufRead, BufReader, Read};
@@ -943,7 +1057,8 @@ fn subagent_files(file: &InputFile) -> Vec<PathBuf> {
     let siblings = list(dir);
     if !siblings.is_empty() {
         if let Some(sid) = session_id_of(&file.fs_path) {
-            out.extend(siblings.into_iter().filter(|p| session_id_of(p).as_deref() == Some(sid.as_str())));
+            let ids = sibling_session_ids(dir, siblings);
+            out.extend(ids.into_iter().filter(|(_, id)| id.as_deref() == Some(sid.as_str())).map(|(p, _)| p));
         }
     }
     out.sort();

@@ -2,8 +2,10 @@
 //! `{timestamp, type, payload}` (`session_meta`, `turn_context`, `response_item`,
 //! `event_msg`, `compacted`); the whole file is one session (one trajectory).
 //!
-//! Steps come from `response_item` payloads (Responses-API items); `event_msg` lines
-//! mirror them for the UI and give token counts. See docs/formats/codex.md.
+//! Steps come from `response_item` payloads (Responses-API items), plus `user_message`
+//! events no response item holds (Codex Desktop); other `event_msg` lines give token
+//! counts and are kept in `extra.events` unless they only repeat a response item. See
+//! docs/formats/codex.md.
 
 use serde_json::{Map, Value};
 use trajkit_model::{
@@ -23,23 +25,11 @@ pub struct CodexReader;
 
 const FAMILY: &str = "codex";
 
-/// `event_msg` types that repeat what `response_item` lines already record.
-const MIRRORED_EVENTS: &[&str] = &[
-    "user_message",
-    "agent_message",
-    "agent_reasoning",
-    "agent_reasoning_raw_content",
-    "agent_reasoning_section_break",
-    "exec_command_begin",
-    "exec_command_end",
-    "exec_command_output_delta",
-    "patch_apply_begin",
-    "patch_apply_end",
-    "web_search_begin",
-    "web_search_end",
-    "mcp_tool_call_begin",
-    "mcp_tool_call_end",
-];
+/// `event_msg` types that can repeat a response item, with the payload key of their text and
+/// the response items they repeat: (`user_message` → user `message`, `agent_message` →
+/// assistant `message`, `agent_reasoning` → `reasoning` summary / content text).
+const MIRROR_TEXT: &[(&str, &str)] =
+    &[("user_message", "message"), ("agent_message", "message"), ("agent_reasoning", "text")];
 
 /// Harness-written user messages (context the CLI injects, not the person's words).
 const HARNESS_PREFIXES: &[&str] = &[
@@ -106,6 +96,8 @@ fn is_harness_text(content: Option<&Value>) -> bool {
 struct Builder {
     steps: Vec<Step>,
     open: bool,
+    /// Index of the latest assistant step (token counts meter it).
+    last_assistant: Option<usize>,
     model: Option<String>,
     turn_model: Option<String>,
 }
@@ -130,6 +122,7 @@ impl Builder {
             }
             self.steps.push(step);
             self.open = true;
+            self.last_assistant = Some(self.steps.len() - 1);
         }
         let last = self.steps.len() - 1;
         &mut self.steps[last]
@@ -232,6 +225,14 @@ impl Builder {
                 step.tool_results.push(ToolResult { call_id, content, extra: item, subagent_refs: Vec::new() });
                 self.push(step);
             }
+            "web_search_call" => {
+                // A search the model runs inside its response (no output item follows): kept
+                // in the response's assistant step, which it does not end.
+                if let Some(t) = &timestamp {
+                    item.entry("timestamp").or_insert(Value::String(t.clone()));
+                }
+                push_extra(&mut self.assistant("call", &timestamp).extra, "web_search_calls", Value::Object(item));
+            }
             _ => {
                 let mut step = Step::new(Role::Environment, None);
                 step.timestamp = timestamp;
@@ -242,6 +243,67 @@ impl Builder {
         }
         Ok(())
     }
+}
+
+/// Texts of the response items that UI events can repeat, so that an event that only
+/// repeats one (same text, every other value empty or equal to the item's) is not copied,
+/// and a `user_message` that no response item holds becomes a user step.
+struct Mirrors {
+    /// (event type, text) -> the response items (payloads) still unmatched that hold it.
+    texts: std::collections::HashMap<(&'static str, String), Vec<Map<String, Value>>>,
+}
+
+impl Mirrors {
+    fn of(lines: &[crate::claude_code::Line]) -> Self {
+        let mut texts: std::collections::HashMap<(&'static str, String), Vec<Map<String, Value>>> =
+            std::collections::HashMap::new();
+        for l in lines.iter().filter(|l| l.obj.get("type").and_then(Value::as_str) == Some("response_item")) {
+            let Some(Value::Object(p)) = l.obj.get("payload") else {
+                continue;
+            };
+            let ev = match (p.get("type").and_then(Value::as_str), p.get("role").and_then(Value::as_str)) {
+                (Some("message"), Some("user")) => "user_message",
+                (Some("message"), Some("assistant")) => "agent_message",
+                (Some("reasoning"), _) => "agent_reasoning",
+                _ => continue,
+            };
+            let fields: &[&str] = if ev == "agent_reasoning" { &["summary", "content"] } else { &["content"] };
+            // Each text part, and the parts joined: events repeat either.
+            let mut seen = Vec::new();
+            for v in fields.iter().filter_map(|f| p.get(*f)) {
+                if let Value::Array(parts) = v {
+                    seen.extend(parts.iter().filter_map(|x| x.get("text").and_then(Value::as_str)).map(str::to_string));
+                }
+                seen.extend(content_text(v));
+            }
+            seen.sort();
+            seen.dedup();
+            for t in seen {
+                texts.entry((ev, t)).or_default().push(p.clone());
+            }
+        }
+        Mirrors { texts }
+    }
+
+    /// The first unmatched response item holding `text` for this event type (consumed).
+    fn take(&mut self, ev: &str, text: &str) -> Option<Map<String, Value>> {
+        let &(ev, _) = MIRROR_TEXT.iter().find(|(e, _)| *e == ev)?;
+        let items = self.texts.get_mut(&(ev, text.to_string()))?;
+        (!items.is_empty()).then(|| items.remove(0))
+    }
+}
+
+/// Whether an event holds nothing beyond what `item` records: its text (under `key`) and
+/// other values that are empty or equal to the item's value of the same name.
+fn covers(item: &Map<String, Value>, payload: &Map<String, Value>, key: &str) -> bool {
+    let empty = |v: &Value| match v {
+        Value::Null => true,
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+        _ => false,
+    };
+    payload.iter().all(|(k, v)| k == "type" || k == key || empty(v) || item.get(k) == Some(v))
 }
 
 /// Token usage of a `token_count` event object (`total_token_usage` / `last_token_usage`).
@@ -273,6 +335,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     let mut totals: Option<Metrics> = None;
     let mut event_counts: Map<String, Value> = Map::new();
     let mut metered = 0usize;
+    let mut mirrors = Mirrors::of(&lines);
     for line in lines {
         let no = line.no;
         let mut obj = line.obj;
@@ -342,6 +405,8 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
                 let ev = payload.get("type").and_then(Value::as_str).unwrap_or("").to_string();
                 let n = event_counts.get(&ev).and_then(Value::as_u64).unwrap_or(0);
                 event_counts.insert(ev.clone(), Value::from(n + 1));
+                // An event that only repeats a response item is not copied.
+                let mut duplicate = false;
                 match ev.as_str() {
                     "token_count" => {
                         let info = payload.get("info");
@@ -350,10 +415,10 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
                         }
                         let last = info.and_then(|i| i.get("last_token_usage")).and_then(usage);
                         // The usage of the model call that produced the latest assistant step.
-                        if let Some(m) = last {
-                            if let Some(i) = b.steps.iter().rposition(|s| s.role == Role::Assistant) {
-                                if i >= metered && b.steps[i].metrics.is_none() {
-                                    b.steps[i].metrics = Some(m);
+                        if let (Some(m), Some(i)) = (last, b.last_assistant) {
+                            if i >= metered {
+                                if let Some(step) = b.steps.get_mut(i).filter(|s| s.metrics.is_none()) {
+                                    step.metrics = Some(m);
                                     metered = i + 1;
                                 }
                             }
@@ -363,17 +428,51 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
                         }
                     }
                     "user_message" => {
+                        let text = payload.get("message").and_then(Value::as_str).map(str::to_string);
                         if first_prompt.is_none() {
-                            first_prompt = payload.get("message").and_then(Value::as_str).map(str::to_string);
+                            first_prompt = text.clone();
+                        }
+                        let item = text.as_deref().and_then(|t| mirrors.take("user_message", t));
+                        if let Some(item) = &item {
+                            duplicate = covers(item, &payload, "message");
+                        } else if let Some(text) = text {
+                            // Codex Desktop logs what the person typed only as this event.
+                            let mut rest = payload.clone();
+                            rest.remove("type");
+                            rest.remove("message");
+                            let mut step = Step::new(Role::User, Some(Value::String(text)));
+                            step.timestamp = timestamp.clone();
+                            if is_harness_text(step.content.as_ref()) {
+                                step.authorship = Authorship::Unknown;
+                            }
+                            step.extra.insert("source".into(), Value::String("event_msg".into()));
+                            step.extra.insert("line".into(), Value::from(no));
+                            for (k, v) in rest {
+                                step.extra.insert(k, v);
+                            }
+                            b.push(step);
+                            continue;
                         }
                     }
                     "turn_aborted" => {
                         let reason = payload.get("reason").and_then(Value::as_str).unwrap_or("aborted");
                         gaps.push(Gap::at(GapKind::IncompleteGeneration, None, format!("turn_aborted: {reason}")));
-                        push_extra(&mut extra, "events", Value::Object(payload));
                     }
-                    e if MIRRORED_EVENTS.contains(&e) => {}
-                    _ => push_extra(&mut extra, "events", Value::Object(payload)),
+                    "agent_message" | "agent_reasoning" => {
+                        let key = if ev == "agent_message" { "message" } else { "text" };
+                        let item = payload.get(key).and_then(Value::as_str).and_then(|t| mirrors.take(&ev, t));
+                        duplicate = item.is_some_and(|i| covers(&i, &payload, key));
+                    }
+                    _ => {}
+                }
+                if !duplicate {
+                    let mut e = Map::new();
+                    e.insert("line".into(), Value::from(no));
+                    if let Some(t) = timestamp {
+                        e.insert("timestamp".into(), Value::String(t));
+                    }
+                    e.insert("payload".into(), Value::Object(payload));
+                    push_extra(&mut extra, "events", Value::Object(e));
                 }
             }
             "compacted" => {

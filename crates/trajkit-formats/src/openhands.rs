@@ -162,6 +162,9 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
         }
         None => ctx.last_llm_metrics.take().and_then(run_metrics),
     };
+    if let Some(detail) = stopped_early(&row) {
+        gaps.push(Gap::at(GapKind::IncompleteGeneration, None, detail));
+    }
     let outcome = outcome(shape, &mut row);
     let task = task(shape, &mut row, &steps, raw.sha256);
 
@@ -587,7 +590,8 @@ fn run_metrics(mut m: Map<String, Value>) -> Option<Metrics> {
     let prompt = take_u64(&mut usage, "prompt_tokens");
     let completion = take_u64(&mut usage, "completion_tokens");
     let cached = take_u64(&mut usage, "cache_read_tokens");
-    let counted = prompt.unwrap_or(0) + completion.unwrap_or(0) > 0;
+    // No sum: `prompt + completion` can overflow on hostile input.
+    let counted = prompt.is_some_and(|p| p > 0) || completion.is_some_and(|c| c > 0);
     let unpriced = m.get("accumulated_cost").and_then(Value::as_f64) == Some(0.0) && counted;
     let cost = if unpriced { None } else { take_f64(&mut m, "accumulated_cost") };
     if !usage.is_empty() {
@@ -601,6 +605,15 @@ fn run_metrics(mut m: Map<String, Value>) -> Option<Metrics> {
         prompt_tokens: prompt,
     };
     (!metrics.is_empty()).then_some(metrics)
+}
+
+/// An output row's `error` saying the run stopped before the agent finished (iteration
+/// limit, budget, timeout): the error text, kept also in `extra.error`.
+fn stopped_early(row: &Map<String, Value>) -> Option<String> {
+    const MARKERS: &[&str] = &["maximum iteration", "max iteration", "budget", "timeout", "timed out"];
+    let err = row.get("error").and_then(Value::as_str)?;
+    let lower = err.to_ascii_lowercase();
+    MARKERS.iter().any(|m| lower.contains(m)).then(|| err.to_string())
 }
 
 /// Evaluation: `test_result.report.resolved` (or `test_result.resolved`), set by the

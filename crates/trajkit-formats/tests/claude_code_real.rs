@@ -8,12 +8,14 @@
 mod common;
 
 use common::{counts, from_file, read, real, report};
-use serde_json::json;
+use serde_json::{json, Value};
 use trajkit_model::{Authorship, Role, Status, TaskKeySource, Verification};
 
 type Row = (&'static str, u64, u64, u64, u64, &'static [(&'static str, u64)], Option<&'static str>);
 
 /// file (relative to the fixture dir), records, subagents, steps, tool_calls, gaps, part_of.
+/// spotter/subagent.jsonl (lines 17-19 + 22) and spotter/tool_heavy.jsonl (lines 34 + 37) each
+/// hold one API response split around a tool result: one assistant step each.
 const FIGURES: &[Row] = &[
     ("codemie/-tmp-private/4c2ddfdc-b619-4525-8d03-1950fb1b0257.jsonl", 1, 2, 16, 6, &[], None),
     ("codemie/-tmp-private/agent-36541525.jsonl", 0, 0, 0, 0, &[], Some("4c2ddfdc-b619-4525-8d03-1950fb1b0257.jsonl")),
@@ -23,8 +25,8 @@ const FIGURES: &[Row] = &[
     ("codemie/session-624a4a58.jsonl", 1, 0, 125, 48, &[], None),
     ("codemie/session-9eda1058.jsonl", 1, 0, 14, 3, &[("unresolved_subagent_ref", 2)], None),
     ("spotter/short.jsonl", 1, 0, 7, 2, &[], None),
-    ("spotter/subagent.jsonl", 1, 0, 34, 16, &[("unresolved_subagent_ref", 1)], None),
-    ("spotter/tool_heavy.jsonl", 1, 0, 20, 6, &[], None),
+    ("spotter/subagent.jsonl", 1, 0, 33, 16, &[("unresolved_subagent_ref", 1)], None),
+    ("spotter/tool_heavy.jsonl", 1, 0, 19, 6, &[], None),
 ];
 
 #[test]
@@ -130,10 +132,79 @@ fn usage_becomes_step_metrics_with_cache_reads_included() {
     let t = &c.trajectories[0];
     let s = t.steps.iter().find(|s| s.role == Role::Assistant).expect("assistant");
     let m = s.metrics.as_ref().expect("usage");
-    // input 3 + cache creation 35066 + cache read 0; output 4.
-    assert_eq!((m.prompt_tokens, m.cached_tokens, m.completion_tokens), (Some(35069), Some(0), Some(4)));
+    // input 3 + cache creation 35066 + cache read 0; output 395 from the response's last line
+    // (its first three lines carry the streaming placeholder 4, kept in extra.message.usage).
+    assert_eq!((m.prompt_tokens, m.cached_tokens, m.completion_tokens), (Some(35069), Some(0), Some(395)));
+    assert_eq!(s.extra["message"]["usage"]["output_tokens"], json!(4));
     assert_eq!(m.extra["cache_creation_input_tokens"], json!(35066));
     assert!(t.metrics.is_none(), "a session log states no run totals");
+}
+
+#[test]
+fn streamed_response_takes_the_last_lines_usage_and_keeps_each_lines_values() {
+    // Lines 17-19 are msg_bdrk_011G94...: output_tokens 1, 1, 219; stop_reason null, null,
+    // "tool_use"; three timestamps.
+    let c = read(&[real("claude_code/codemie/session-624a4a58.jsonl")]);
+    let t = &c.trajectories[0];
+    let s = t
+        .steps
+        .iter()
+        .find(|s| s.extra.get("message").and_then(|m| m.get("id")) == Some(&json!("msg_bdrk_011G94YvQ5bKjk7nngi5DUMK")))
+        .expect("the response");
+    assert_eq!(s.timestamp.as_deref(), Some("2026-01-07T20:24:57.934Z"));
+    let m = s.metrics.as_ref().expect("usage");
+    assert_eq!(
+        (m.completion_tokens, m.prompt_tokens, m.cached_tokens),
+        (Some(219), Some(14 + 18649 + 50989), Some(50989))
+    );
+    assert_eq!(s.extra["message"]["usage"]["output_tokens"], json!(1), "the first line's differing usage");
+    assert_eq!(s.extra["message"]["stop_reason"], json!(null));
+    let merged = s.extra["merged_lines"].as_array().expect("merged lines");
+    let got: Vec<(Value, Value)> = merged.iter().map(|e| (e["line"].clone(), e["timestamp"].clone())).collect();
+    assert_eq!(got, [(json!(18), json!("2026-01-07T20:24:59.927Z")), (json!(19), json!("2026-01-07T20:24:59.948Z"))]);
+    // Line 18 repeats line 17's message fields: only its (placeholder) usage differs from the
+    // final one. Line 19's usage is the step's metrics; its stop_reason is the final one.
+    let keys: Vec<&String> = merged[0]["message"].as_object().map(|m| m.keys().collect()).unwrap_or_default();
+    assert_eq!(keys, ["usage"]);
+    assert_eq!(merged[0]["message"]["usage"]["output_tokens"], json!(1));
+    assert_eq!(merged[1]["message"], json!({"stop_reason": "tool_use"}), "the final stop_reason");
+}
+
+#[test]
+fn a_response_split_around_a_tool_result_is_one_decision() {
+    // tool_heavy.jsonl lines 34 and 37: msg_019BN3FR..., a tool_use, its result (36), then a
+    // second tool_use of the same response. One step with both calls, results after it.
+    let c = read(&[real("claude_code/spotter/tool_heavy.jsonl")]);
+    let t = &c.trajectories[0];
+    let i = t
+        .steps
+        .iter()
+        .position(|s| s.tool_calls.iter().any(|c| c.id.as_deref() == Some("toolu_01VpPeBD2ziigLLpybShAGoU")))
+        .expect("the response");
+    let ids: Vec<_> = t.steps[i].tool_calls.iter().filter_map(|c| c.id.as_deref()).collect();
+    assert_eq!(ids, ["toolu_01VpPeBD2ziigLLpybShAGoU", "toolu_017Q5Sr8KaSgowYhbKXBnfV2"]);
+    assert_eq!(t.steps[i].extra["merged_lines"][0]["line"], json!(37));
+    let results: Vec<_> = t.steps[i + 1..i + 3].iter().filter_map(|s| s.tool_results[0].call_id.as_deref()).collect();
+    assert_eq!(results, ids, "results stay after their calls");
+    assert!(t.gaps.is_empty());
+}
+
+#[test]
+fn progress_lines_are_kept_and_the_progress_only_subagent_is_named() {
+    // spotter/subagent.jsonl: 25 hook_progress + 19 agent_progress lines; the Task
+    // subagent afb92ff exists only in the agent_progress lines.
+    let c = read(&[real("claude_code/spotter/subagent.jsonl")]);
+    let t = &c.trajectories[0];
+    let progress = t.extra["progress"].as_array().expect("progress lines");
+    assert_eq!(progress.len(), 44);
+    assert_eq!(progress[0]["line"], json!(2));
+    assert_eq!(progress[0]["data"]["hookName"], json!("SessionStart:startup"));
+    assert_eq!(progress[0]["data"]["command"], json!("/home/marco/.claude/hooks/tmux-waiting.sh clear"));
+    let agent = progress.iter().filter(|p| p["data"]["type"] == json!("agent_progress")).count();
+    assert_eq!(agent, 19);
+    let gap = &t.gaps[0];
+    assert_eq!(gap.kind.as_str(), "unresolved_subagent_ref");
+    assert!(gap.detail.as_deref().is_some_and(|d| d.starts_with("agent afb92ff ") && d.contains("19 agent_progress")));
 }
 
 #[test]
@@ -148,6 +219,7 @@ fn metadata_lines_go_to_extra() {
 mod synthetic {
     //! Rules that no real fixture shows, written here by hand (labelled synthetic).
     use super::common::read;
+    use serde_json::json;
     use std::io::Write;
     use trajkit_model::Role;
 
@@ -232,6 +304,45 @@ mod synthetic {
         assert_eq!(roles, [Role::User, Role::Assistant]);
         assert_eq!(t.steps[2].tool_results[0].subagent_refs, vec![sub.trajectory.id.clone()]);
         assert!(t.gaps.is_empty());
+    }
+
+    #[test]
+    fn a_split_response_keeps_the_second_parts_usage() {
+        // SYNTHETIC (reviewer's split.jsonl): m1 = tool_use t1, result, tool_use t2.
+        let lines = [
+            r#"{"type": "user", "uuid": "u1", "parentUuid": null, "sessionId": "s", "message": {"role": "user", "content": "hi"}}"#,
+            r#"{"type": "assistant", "uuid": "a1", "parentUuid": "u1", "sessionId": "s", "message": {"id": "m1", "role": "assistant", "model": "x", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}], "usage": {"input_tokens": 10, "output_tokens": 1}, "stop_reason": null}}"#,
+            r#"{"type": "user", "uuid": "r1", "parentUuid": "a1", "sessionId": "s", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}}"#,
+            r#"{"type": "assistant", "uuid": "a2", "parentUuid": "a1", "sessionId": "s", "message": {"id": "m1", "role": "assistant", "model": "x", "content": [{"type": "tool_use", "id": "t2", "name": "Bash", "input": {}}], "usage": {"input_tokens": 10, "output_tokens": 50}, "stop_reason": "tool_use"}}"#,
+            r#"{"type": "user", "uuid": "r2", "parentUuid": "a2", "sessionId": "s", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t2", "content": "ok"}]}}"#,
+        ];
+        let (_d, p) = session(&lines);
+        let c = read(&[p]);
+        let t = &c.trajectories[0];
+        let roles: Vec<Role> = t.steps.iter().map(|s| s.role).collect();
+        assert_eq!(roles, [Role::User, Role::Assistant, Role::Tool, Role::Tool]);
+        let s = &t.steps[1];
+        assert_eq!(s.tool_calls.len(), 2);
+        assert_eq!(s.metrics.as_ref().and_then(|m| m.completion_tokens), Some(50));
+        assert_eq!(s.extra["message"]["usage"]["output_tokens"], json!(1));
+        assert_eq!(s.extra["merged_lines"][0]["message"], json!({"stop_reason": "tool_use"}));
+        assert!(t.gaps.is_empty());
+    }
+
+    #[test]
+    fn overflowing_usage_leaves_prompt_tokens_absent() {
+        // SYNTHETIC (reviewer's ovf.jsonl): input_tokens u64::MAX + 5 cache reads.
+        let lines = [
+            user("u1", "", "hi", false),
+            r#"{"type": "assistant", "uuid": "a1", "parentUuid": "u1", "sessionId": "S", "isSidechain": false, "message": {"id": "m1", "role": "assistant", "model": "x", "content": [{"type": "text", "text": "yo"}], "usage": {"input_tokens": 18446744073709551615, "cache_read_input_tokens": 5, "output_tokens": 1}}}"#.to_string(),
+        ];
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let (_d, p) = session(&refs);
+        let c = read(&[p]);
+        let m = c.trajectories[0].steps[1].metrics.as_ref().expect("usage");
+        assert_eq!((m.prompt_tokens, m.completion_tokens, m.cached_tokens), (None, Some(1), Some(5)));
+        assert_eq!(m.extra["input_tokens"], json!(u64::MAX));
+        assert_eq!(m.extra["cache_read_input_tokens"], json!(5));
     }
 
     #[test]

@@ -16,7 +16,11 @@ const B: &str = "rollout-2026-05-11T13-28-45-019e1695-0522-7c83-8b39-0dd379793f8
 fn every_real_codex_file_has_its_exact_figures() {
     let c = read(&[real("codex")]);
     assert_eq!(c.reports.len(), 2);
-    for (name, steps, calls) in [(A, 179, 102), (B, 59, 38)] {
+    // A: 173 steps = system (base instructions) + developer + 3 user + 66 assistant (one per
+    // model response: 66 token_count events; web searches stay inside their response) + 102
+    // tool results (99 function_call_output + 3 custom_tool_call_output). B: 62 = 59 from
+    // response items + 3 user steps that exist only as event_msg user_message.
+    for (name, steps, calls) in [(A, 173, 102), (B, 62, 38)] {
         let r = report(&c, &format!("codemie/{name}"));
         assert_eq!(r.format.as_deref(), Some("codex"), "{name}");
         let got = (r.records, r.trajectories, r.subagents, r.steps, r.tool_calls, r.duplicate_records, r.rejected);
@@ -82,6 +86,71 @@ fn harness_context_messages_have_unknown_authorship() {
         })
         .expect("AGENTS.md context");
     assert_eq!((env.role, env.authorship), (Role::User, Authorship::Unknown));
+}
+
+#[test]
+fn one_assistant_step_per_model_response_with_web_searches_inside() {
+    let c = read(&[real("codex")]);
+    let t = from_file(&c, A)[0];
+    let assistant: Vec<_> = t.steps.iter().filter(|s| s.role == Role::Assistant).collect();
+    assert_eq!(assistant.len(), 66, "66 token_count events = 66 model responses");
+    assert!(assistant.iter().all(|s| s.metrics.is_some()), "each response metered once");
+    assert!(t.steps.iter().all(|s| s.role != Role::Environment));
+    let searches: usize = assistant
+        .iter()
+        .filter_map(|s| s.extra.get("web_search_calls"))
+        .filter_map(|v| v.as_array())
+        .map(Vec::len)
+        .sum();
+    assert_eq!(searches, 3);
+}
+
+#[test]
+fn ui_events_with_their_own_values_are_kept_with_line_numbers() {
+    let c = read(&[real("codex")]);
+    let t = from_file(&c, A)[0];
+    let events = t.extra["events"].as_array().expect("events");
+    let count = |k: &str| events.iter().filter(|e| e["payload"]["type"] == json!(k)).count();
+    // Every token_count (66), exec_command_end (43), patch_apply_end (3), web_search_end (3),
+    // task_started / task_complete (2 each); agent_message (13) and user_message (2) only
+    // repeat response items and are not copied.
+    let got: Vec<usize> = [
+        "token_count",
+        "exec_command_end",
+        "patch_apply_end",
+        "web_search_end",
+        "task_started",
+        "task_complete",
+        "agent_message",
+        "user_message",
+    ]
+    .iter()
+    .map(|k| count(k))
+    .collect();
+    assert_eq!(got, [66, 43, 3, 3, 2, 2, 0, 0]);
+    assert_eq!(events.len(), 119);
+    let exec = events.iter().find(|e| e["payload"]["type"] == json!("exec_command_end")).expect("exec end");
+    assert!(exec["line"].is_u64() && exec["timestamp"].is_string());
+    assert!(exec["payload"].get("exit_code").is_some() && exec["payload"].get("aggregated_output").is_some());
+}
+
+#[test]
+fn desktop_user_messages_logged_only_as_events_become_user_steps() {
+    // Rollout B (Codex Desktop) has no response_item user message: the three user_message
+    // events are the person's words.
+    let c = read(&[real("codex")]);
+    let t = from_file(&c, B)[0];
+    let users: Vec<_> = t.steps.iter().filter(|s| s.role == Role::User).collect();
+    assert_eq!(users.len(), 3);
+    assert!(users.iter().all(|s| s.authorship == Authorship::Declared && s.extra["source"] == json!("event_msg")));
+    let texts: Vec<&str> = users.iter().filter_map(|s| s.content.as_ref().and_then(|v| v.as_str())).collect();
+    assert!(texts[1].starts_with("there is a need for nikita"));
+    assert!(texts[2].starts_with("use app tools to go to Analytics"));
+    assert_eq!(t.task.instruction.as_deref(), Some(texts[0]));
+    // The first user step comes before the first assistant step.
+    let first_user = t.steps.iter().position(|s| s.role == Role::User);
+    let first_assistant = t.steps.iter().position(|s| s.role == Role::Assistant);
+    assert!(first_user < first_assistant);
 }
 
 mod synthetic {

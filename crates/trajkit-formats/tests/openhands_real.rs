@@ -20,7 +20,7 @@ const RFC: &str = "atif/not-atif/rfc-native-openhands-trajectory.json";
 const FIGURES: &[Row] = &[
     ("openhands_events/basic.json", 1, 1, 4, 2, 0, 0, &[], &[]),
     ("openhands_events/basic_interactions.json", 1, 1, 6, 1, 0, 0, &[], &[]),
-    ("openhands_eval_output/output.jsonl", 3, 3, 222, 105, 0, 0, &[], &[]),
+    ("openhands_eval_output/output.jsonl", 3, 3, 222, 105, 0, 0, &[], &[("incomplete_generation", 1)]),
     (RFC, 1, 1, 7, 2, 0, 0, &[], &[]),
 ];
 
@@ -162,6 +162,16 @@ fn eval_output_lines_name_their_instance() {
     assert_eq!(m.cost_usd, None);
     assert_eq!(m.extra["accumulated_cost"], json!(0.0));
     assert_eq!(ts[2].extra["error"].as_str().map(|e| e.contains("maximum iteration")), Some(true));
+    // Row 3 stopped at the iteration limit: an incomplete_generation gap naming the error.
+    let gaps: Vec<(&str, Option<&str>)> = ts[2].gaps.iter().map(|g| (g.kind.as_str(), g.detail.as_deref())).collect();
+    assert_eq!(
+        gaps,
+        [(
+            "incomplete_generation",
+            Some("RuntimeError: Agent reached maximum iteration in headless mode. Current iteration: 50, max iteration: 50")
+        )]
+    );
+    assert!(ts[0].gaps.is_empty() && ts[1].gaps.is_empty());
 }
 
 #[test]
@@ -249,6 +259,17 @@ mod synthetic {
         assert_eq!(t.steps[2].role, Role::Environment);
         let kinds: Vec<&str> = t.gaps.iter().map(|g| g.kind.as_str()).collect();
         assert_eq!(kinds, ["unanswered_tool_call"]);
+    }
+
+    #[test]
+    fn huge_token_totals_do_not_overflow() {
+        // SYNTHETIC: u64::MAX prompt and completion tokens (the old sum overflowed).
+        let line = r#"{"instance_id": "x", "history": [], "metrics": {"accumulated_cost": 0.0, "accumulated_token_usage": {"prompt_tokens": 18446744073709551615, "completion_tokens": 18446744073709551615}}}"#;
+        let (_d, p) = file("output.jsonl", line);
+        let c = read(&[p]);
+        let m = c.trajectories[0].metrics.as_ref().expect("metrics");
+        assert_eq!((m.prompt_tokens, m.completion_tokens), (Some(u64::MAX), Some(u64::MAX)));
+        assert_eq!(m.cost_usd, None, "cost 0 next to counted tokens stays unpriced");
     }
 
     #[test]
