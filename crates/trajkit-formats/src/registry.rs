@@ -18,7 +18,7 @@ static NEBIUS: nebius::NebiusReader = nebius::NebiusReader;
 static HARBOR_TRIAL: harbor_trial::HarborTrialReader = harbor_trial::HarborTrialReader;
 static HARBOR_TRACES: harbor_traces::HarborTracesReader = harbor_traces::HarborTracesReader;
 static OPENHANDS: openhands::OpenHandsReader = openhands::OpenHandsReader;
-static ALL: [&'static dyn Reader; 12] = [
+static ALL: &[&dyn Reader] = &[
     &ATIF,
     &GYM,
     &SWE_SMITH,
@@ -35,7 +35,7 @@ static ALL: [&'static dyn Reader; 12] = [
 
 /// Every registered reader.
 pub fn all() -> &'static [&'static dyn Reader] {
-    &ALL
+    ALL
 }
 
 /// The reader for a family name (`--format`).
