@@ -11,6 +11,7 @@ pub mod gym;
 pub mod harbor_traces;
 pub mod harbor_trial;
 pub mod input;
+pub mod inspect;
 pub mod json;
 pub mod mini_swe_agent;
 pub mod nebius;

@@ -360,6 +360,21 @@ impl Producer {
                 return Err(format!("{}: read failed: {}", file.display, e));
             }
             let end = self.batch.buf.len();
+            // Records that are not byte ranges of the file (zip members): their owned bytes
+            // replace the file's bytes in the batch.
+            if let Some(expanded) = reader_of.expand_document(&self.batch.buf[start..end]) {
+                self.batch.buf.truncate(start);
+                let records = expanded.map_err(|e| format!("{}: {}", file.display, e))?;
+                for (i, bytes) in records.into_iter().enumerate() {
+                    let at = self.batch.buf.len();
+                    self.batch.buf.extend_from_slice(&bytes);
+                    let range = at..self.batch.buf.len();
+                    let rec = OwnedRecord { file: idx, range, line: None, document_index: Some(i as u64) };
+                    self.batch.items.push(Item::Record(rec));
+                    self.send_if_full().map_err(|_| String::new())?;
+                }
+                return Ok(());
+            }
             let ranges = reader_of.split_document(&self.batch.buf[start..end]).unwrap_or_else(|| {
                 let whole = 0..end - start;
                 vec![whole]

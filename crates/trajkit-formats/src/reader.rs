@@ -99,6 +99,15 @@ pub trait Reader: Send + Sync {
         None
     }
 
+    /// For document files whose records are not byte ranges of the file (members of a zip
+    /// archive, or parts that need context from elsewhere in the file): the records as
+    /// owned bytes, each read with `document_index` = its position; its `sha256` is that of
+    /// these bytes. `Err` stops the file with that message (a file-level error). `None`
+    /// (the default) falls back to `split_document`. Asked before `split_document`.
+    fn expand_document(&self, _bytes: &[u8]) -> Option<Result<Vec<Vec<u8>>, String>> {
+        None
+    }
+
     /// Maps one record to a trajectory or a rejection. Runs in parallel.
     fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult;
 }

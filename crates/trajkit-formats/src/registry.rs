@@ -18,8 +18,10 @@ static NEBIUS: nebius::NebiusReader = nebius::NebiusReader;
 static HARBOR_TRIAL: harbor_trial::HarborTrialReader = harbor_trial::HarborTrialReader;
 static HARBOR_TRACES: harbor_traces::HarborTracesReader = harbor_traces::HarborTracesReader;
 static OPENHANDS: openhands::OpenHandsReader = openhands::OpenHandsReader;
+static INSPECT: crate::inspect::InspectReader = crate::inspect::InspectReader;
 static ALL: &[&dyn Reader] = &[
     &ATIF,
+    &INSPECT,
     &GYM,
     &SWE_SMITH,
     &SWE_GYM,

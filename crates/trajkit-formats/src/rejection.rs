@@ -44,6 +44,9 @@ pub enum Reason {
     PredictionOnly,
     /// An evaluation report (outcomes), not a trajectory.
     EvaluationReport,
+    /// A function-calling evaluation row with no executed calls and returned observations
+    /// (BFCL tasks and single-call outputs): the final call only, not a trajectory.
+    FinalCallOnly,
     /// The reader failed on this record (a trajkit bug): reported, never dropped.
     InternalError,
 }
@@ -71,12 +74,13 @@ impl Reason {
             Reason::TransitionRewritesHistory => "transition_rewrites_history",
             Reason::PredictionOnly => "prediction_only",
             Reason::EvaluationReport => "evaluation_report",
+            Reason::FinalCallOnly => "final_call_only",
             Reason::InternalError => "internal_error",
         }
     }
 
     /// Every reason, for documentation and tests.
-    pub const ALL: [Reason; 20] = [
+    pub const ALL: [Reason; 21] = [
         Reason::InvalidJson,
         Reason::InvalidUtf8,
         Reason::SchemaViolation,
@@ -96,6 +100,7 @@ impl Reason {
         Reason::TransitionRewritesHistory,
         Reason::PredictionOnly,
         Reason::EvaluationReport,
+        Reason::FinalCallOnly,
         Reason::InternalError,
     ];
 }

@@ -1,0 +1,687 @@
+//! Inspect AI evaluation logs: `.eval` archives (a zip with one JSON member per sample
+//! under `samples/` plus `header.json`) and `.json` logs (one EvalLog document whose
+//! `samples` list holds every sample).
+//!
+//! One sample (one epoch of one dataset sample) is one trajectory. A sample alone does not
+//! name its task or model: those live in the log header. So each record handed to
+//! `read_record` is an envelope built by `expand_document`:
+//! `{"log": {"version", "status", "eval", "plan"}, "sample": <the sample's bytes verbatim>}`.
+//! See docs/formats/inspect.md for the mapping, task-key and outcome rules.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::ops::Range;
+
+use serde_json::{Map, Value};
+use trajkit_model::{
+    canonical::sha256_hex, Agent, Extra, Gap, GapKind, Metrics, Outcome, Provenance, Role, Status, Step, Task,
+    TaskKeySource, ToolCall, ToolResult, Trajectory, Verification, SCHEMA_VERSION,
+};
+
+use crate::gym::link_tool_results;
+use crate::input::InputFile;
+use crate::json::{array_elements, content_text, into_extra, take, take_f64, take_nonempty_str, take_str, take_u64};
+use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
+use crate::rejection::{parse_record, Problem, Reason};
+
+/// Reader for Inspect AI logs.
+pub struct InspectReader;
+
+const ZIP_MAGIC: &[u8] = b"PK\x03\x04";
+
+/// Header fields copied into every record's envelope, in this order.
+const HEADER_KEYS: [&str; 4] = ["version", "status", "eval", "plan"];
+
+impl Reader for InspectReader {
+    fn name(&self) -> &'static str {
+        "inspect"
+    }
+
+    fn detect(&self, peek: &Peek) -> Option<Detection> {
+        let document = |confidence, reason: &str| {
+            Some(Detection { confidence, reason: reason.to_string(), layout: Layout::Document })
+        };
+        if peek.bytes.starts_with(ZIP_MAGIC) {
+            if peek.name.ends_with(".eval") {
+                return document(95, "zip archive named .eval (Inspect log)");
+            }
+            if peek.contains("_journal/start.json") || peek.contains("header.json") {
+                return document(80, "zip archive with Inspect log members");
+            }
+            return None;
+        }
+        let (members, _) = object_members(peek.bytes);
+        let has = |k: &str| members.iter().any(|(key, _)| key == k);
+        if !(has("version") && has("eval")) {
+            return None;
+        }
+        if !["status", "plan", "results", "stats", "samples"].iter().any(|k| has(k)) {
+            return None;
+        }
+        let spec = members
+            .iter()
+            .find(|(k, _)| k == "eval")
+            .and_then(|(_, r)| serde_json::from_slice::<Value>(&peek.bytes[r.clone()]).ok());
+        match spec {
+            Some(Value::Object(m)) if m.contains_key("task") || m.contains_key("model") => {
+                document(95, "EvalLog keys (version, eval with task/model)")
+            }
+            _ => document(60, "EvalLog-like keys (version, eval)"),
+        }
+    }
+
+    fn expand_document(&self, bytes: &[u8]) -> Option<Result<Vec<Vec<u8>>, String>> {
+        if bytes.starts_with(ZIP_MAGIC) {
+            return Some(expand_eval(bytes));
+        }
+        expand_json(bytes)
+    }
+
+    fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
+        match read(raw, file) {
+            Ok(t) => RecordResult::Accepted { trajectory: Box::new(t), rollout_key: None, consumed: Vec::new() },
+            Err(p) => RecordResult::Rejected(vec![p]),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Records: envelopes of header fields plus one sample.
+
+/// `{"log":{<header fields>},"sample":<sample>}` from verbatim JSON slices.
+fn envelope(header: &[(&str, &[u8])], sample: &[u8]) -> Vec<u8> {
+    let size: usize = header.iter().map(|(k, v)| k.len() + v.len() + 4).sum();
+    let mut out = Vec::with_capacity(size + sample.len() + 32);
+    out.extend_from_slice(b"{\"log\":{");
+    for (i, (k, v)) in header.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.push(b'"');
+        out.extend_from_slice(k.as_bytes());
+        out.extend_from_slice(b"\":");
+        out.extend_from_slice(v);
+    }
+    out.extend_from_slice(b"},\"sample\":");
+    out.extend_from_slice(sample);
+    out.push(b'}');
+    out
+}
+
+/// The header fields (`HEADER_KEYS`) of a top-level object, as verbatim slices.
+fn header_fields<'a>(bytes: &'a [u8], members: &[(String, Range<usize>)]) -> Vec<(&'static str, &'a [u8])> {
+    HEADER_KEYS
+        .iter()
+        .filter_map(|k| members.iter().find(|(key, _)| key == k).map(|(_, r)| (*k, &bytes[r.clone()])))
+        .collect()
+}
+
+/// A `.json` log: one envelope per element of `samples`. `None` (the whole document is
+/// then read as one record and rejected with the reason) when the document is not a
+/// complete object or `samples` is not a complete list.
+fn expand_json(bytes: &[u8]) -> Option<Result<Vec<Vec<u8>>, String>> {
+    let (members, complete) = object_members(bytes);
+    if !complete {
+        return None;
+    }
+    let header = header_fields(bytes, &members);
+    let Some((_, samples)) = members.iter().find(|(k, _)| k == "samples") else {
+        return Some(Ok(Vec::new()));
+    };
+    let list = &bytes[samples.clone()];
+    if list == b"null" {
+        return Some(Ok(Vec::new()));
+    }
+    let elements = array_elements(list)?;
+    Some(Ok(elements.into_iter().map(|r| envelope(&header, &list[r])).collect()))
+}
+
+/// A `.eval` archive: one envelope per `samples/*.json` member, in archive order. The
+/// header comes from `header.json` (written when the eval ends), else from
+/// `_journal/start.json` (a log still running or interrupted).
+fn expand_eval(bytes: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+    let mut zip =
+        zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(|e| format!("not a readable .eval archive: {e}"))?;
+    let names: Vec<String> = zip.file_names().map(str::to_string).collect();
+    let index_of = |wanted: &str| names.iter().position(|n| n == wanted);
+    let header_bytes = match index_of("header.json").or_else(|| index_of("_journal/start.json")) {
+        Some(i) => Some(read_member(&mut zip, i)?),
+        None => None,
+    };
+    let header_bytes = header_bytes.unwrap_or_default();
+    let (members, _) = object_members(&header_bytes);
+    let header = header_fields(&header_bytes, &members);
+    let mut out = Vec::new();
+    for i in 0..zip.len() {
+        let is_sample = zip.name_for_index(i).is_some_and(|n| n.starts_with("samples/") && n.ends_with(".json"));
+        if !is_sample {
+            continue;
+        }
+        let sample = read_member(&mut zip, i)?;
+        out.push(envelope(&header, &sample));
+    }
+    Ok(out)
+}
+
+/// The decompressed bytes of archive member `i`.
+fn read_member(zip: &mut zip::ZipArchive<std::io::Cursor<&[u8]>>, i: usize) -> Result<Vec<u8>, String> {
+    let mut f = zip.by_index(i).map_err(|e| format!("archive member {i}: {e}"))?;
+    let mut out = Vec::with_capacity(usize::try_from(f.size()).unwrap_or(0).min(1 << 30));
+    f.read_to_end(&mut out).map_err(|e| format!("archive member {}: {e}", f.name()))?;
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------
+// A small scanner for the members of a top-level JSON object.
+
+fn skip_ws(bytes: &[u8], mut i: usize) -> usize {
+    while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+        i += 1;
+    }
+    i
+}
+
+/// Index just past the string that starts at `start` (a `"`).
+fn string_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut escaped = false;
+    for (i, &b) in bytes.iter().enumerate().skip(start + 1) {
+        match b {
+            _ if escaped => escaped = false,
+            b'\\' => escaped = true,
+            b'"' => return Some(i + 1),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Scans a member value from `start`: the index of the `,` or `}` that ends it at depth 0.
+fn value_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut i = start;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                i = string_end(bytes, i)?;
+                continue;
+            }
+            b'[' | b'{' => depth += 1,
+            b']' | b'}' if depth > 0 => depth -= 1,
+            b',' | b'}' if depth == 0 => return Some(i),
+            b']' => return None,
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Keys and value ranges of a top-level object's members, in order, and whether the
+/// object was complete. Stops at the first member it cannot scan (a truncated peek), so
+/// detection sees the members before it. Values are not validated here; they are parsed
+/// (and rejected when malformed) when read.
+fn object_members(bytes: &[u8]) -> (Vec<(String, Range<usize>)>, bool) {
+    let mut out = Vec::new();
+    let start = if bytes.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
+    let mut i = skip_ws(bytes, start);
+    if bytes.get(i) != Some(&b'{') {
+        return (out, false);
+    }
+    i = skip_ws(bytes, i + 1);
+    if bytes.get(i) == Some(&b'}') {
+        return (out, skip_ws(bytes, i + 1) == bytes.len());
+    }
+    loop {
+        if bytes.get(i) != Some(&b'"') {
+            return (out, false);
+        }
+        let Some(key_end) = string_end(bytes, i) else { return (out, false) };
+        let Ok(key) = serde_json::from_slice::<String>(&bytes[i..key_end]) else { return (out, false) };
+        i = skip_ws(bytes, key_end);
+        if bytes.get(i) != Some(&b':') {
+            return (out, false);
+        }
+        let value_start = skip_ws(bytes, i + 1);
+        let Some(end) = value_end(bytes, value_start) else { return (out, false) };
+        let mut trimmed = end;
+        while trimmed > value_start && bytes[trimmed - 1].is_ascii_whitespace() {
+            trimmed -= 1;
+        }
+        if trimmed == value_start {
+            return (out, false);
+        }
+        out.push((key, value_start..trimmed));
+        if bytes[end] == b'}' {
+            return (out, skip_ws(bytes, end + 1) == bytes.len());
+        }
+        i = skip_ws(bytes, end + 1);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Mapping one sample.
+
+fn schema(path: impl Into<String>, message: impl Into<String>) -> Problem {
+    Problem::new(Reason::SchemaViolation, path, message)
+}
+
+/// Why a record that is not an envelope (a whole document the expansion could not split)
+/// is no trajectory.
+fn whole_document_problem(value: &Value) -> Problem {
+    match value.get("samples") {
+        Some(s) if !s.is_array() && !s.is_null() => schema("$.samples", "samples must be a list of samples"),
+        _ => schema("$", "not an Inspect log sample (expected an EvalLog with a samples list, or a .eval archive)"),
+    }
+}
+
+fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
+    let value = parse_record(raw.bytes)?;
+    let Value::Object(mut envelope) = value else {
+        return Err(schema("$", "an Inspect log must be a JSON object"));
+    };
+    let (log, sample) = match (envelope.remove("log"), envelope.remove("sample")) {
+        (Some(Value::Object(log)), Some(sample)) if envelope.is_empty() => (log, sample),
+        (log, sample) => {
+            if let Some(l) = log {
+                envelope.insert("log".into(), l);
+            }
+            if let Some(s) = sample {
+                envelope.insert("sample".into(), s);
+            }
+            return Err(whole_document_problem(&Value::Object(envelope)));
+        }
+    };
+    let Value::Object(mut sample) = sample else {
+        return Err(schema("$", "a sample must be a JSON object"));
+    };
+    map_sample(&mut sample, log, raw, file)
+}
+
+/// A sample id (string or integer) as text.
+fn id_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+fn map_sample(
+    sample: &mut Map<String, Value>,
+    mut log: Map<String, Value>,
+    raw: &RawRecord,
+    file: &InputFile,
+) -> Result<Trajectory, Problem> {
+    let sample_id = sample.get("id").and_then(id_text).ok_or_else(|| schema("$.id", "a sample needs an id"))?;
+    sample.remove("id");
+    let epoch = sample.get("epoch").and_then(Value::as_u64);
+    let attachments = match sample.get("attachments") {
+        Some(Value::Object(a)) => a.clone(),
+        _ => Map::new(),
+    };
+
+    let messages = match sample.remove("messages") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(m)) => m,
+        Some(_) => return Err(schema("$.messages", "messages must be a list")),
+    };
+    let mut steps = Vec::with_capacity(messages.len());
+    let mut gaps = Vec::new();
+    for (i, mut m) in messages.into_iter().enumerate() {
+        if !attachments.is_empty() {
+            resolve_attachments(&mut m, &attachments);
+        }
+        steps.push(message_step(m, &format!("$.messages[{i}]"), i, &mut gaps)?);
+    }
+    let mut link_gaps = Vec::new();
+    link_tool_results(&steps, &mut link_gaps);
+    link_gaps.append(&mut gaps);
+    let mut gaps = link_gaps;
+    if steps.is_empty() {
+        gaps.push(Gap { detail: None, kind: GapKind::NoSteps, step: None });
+    }
+    if let Some(limit) = sample.get("limit").filter(|l| !l.is_null()) {
+        let what = limit.get("type").and_then(Value::as_str).unwrap_or("limit");
+        gaps.push(Gap::at(GapKind::IncompleteGeneration, None, format!("{what} limit reached")));
+    }
+    if let Some(error) = sample.get("error").filter(|e| !e.is_null()) {
+        let message = error.get("message").and_then(Value::as_str).or_else(|| error.as_str()).unwrap_or("error");
+        gaps.push(Gap::at(GapKind::IncompleteGeneration, None, format!("sample error: {message}")));
+    }
+
+    // Header: task name, model, harness version, log format version.
+    let spec = match log.remove("eval") {
+        Some(Value::Object(s)) => Some(s),
+        Some(other) => {
+            log.insert("eval".into(), other);
+            None
+        }
+        None => None,
+    };
+    let spec_str = |k: &str| spec.as_ref().and_then(|s| s.get(k)).and_then(Value::as_str).filter(|s| !s.is_empty());
+    let task_name = spec_str("task").map(str::to_string);
+    let model = spec_str("model").map(str::to_string);
+    let run = spec_str("eval_id")
+        .map(str::to_string)
+        .or_else(|| Some(format!("{}\u{0}{}", spec_str("run_id")?, spec_str("task_id")?)));
+    let version = spec
+        .as_ref()
+        .and_then(|s| s.get("packages"))
+        .and_then(|p| p.get("inspect_ai"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let format_version = match log.remove("version") {
+        Some(Value::Number(n)) => Some(n.to_string()),
+        Some(Value::String(s)) => Some(s),
+        Some(other) => {
+            log.insert("version".into(), other);
+            None
+        }
+        None => None,
+    };
+
+    let metrics = usage_metrics(sample, model.as_deref());
+    let outcome = outcome(sample.get("scores"));
+    let instruction = instruction(sample.get("input"), &attachments, &steps);
+    let session_id = take_nonempty_str(sample, "uuid");
+    let id = match &run {
+        Some(run) => {
+            let key = format!("{run}\u{0}{sample_id}\u{0}{}", epoch.map(|e| e.to_string()).unwrap_or_default());
+            format!("inspect-{}", &sha256_hex(key.as_bytes())[..16])
+        }
+        None => format!("inspect-{}", &raw.sha256[..16]),
+    };
+    let key = format!("{}/{}", task_name.as_deref().unwrap_or("inspect"), sample_id);
+
+    let mut extra: Extra = std::mem::take(sample);
+    if let Some(spec) = spec {
+        extra.insert("eval".into(), Value::Object(spec));
+    }
+    for (k, v) in log {
+        let name = match k.as_str() {
+            "status" => "log_status".to_string(),
+            _ => k,
+        };
+        extra.insert(name, v);
+    }
+    Ok(Trajectory {
+        agent: Agent { model, name: Some("inspect_ai".into()), version },
+        content_digest: String::new(),
+        extra,
+        gaps,
+        id,
+        metrics,
+        outcome,
+        provenance: Provenance {
+            document_index: raw.document_index,
+            format: "inspect".into(),
+            format_version,
+            line: raw.line,
+            path: file.display.clone(),
+            sha256: raw.sha256.to_string(),
+        },
+        schema_version: SCHEMA_VERSION.into(),
+        session_id,
+        steps,
+        subagents: Vec::new(),
+        task: Task {
+            environment: task_name,
+            id: Some(sample_id),
+            instruction,
+            key,
+            key_source: TaskKeySource::Explicit,
+        },
+        tools: None,
+    })
+}
+
+/// Replaces every string that is exactly `attachment://<id>` with the attachment's text
+/// when the sample's `attachments` has that id (Inspect moves long strings and images
+/// there); an unknown id stays as written.
+fn resolve_attachments(v: &mut Value, attachments: &Map<String, Value>) {
+    match v {
+        Value::String(s) => {
+            if let Some(Value::String(text)) = s.strip_prefix("attachment://").and_then(|id| attachments.get(id)) {
+                *s = text.clone();
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|x| resolve_attachments(x, attachments)),
+        Value::Object(m) => m.values_mut().for_each(|x| resolve_attachments(x, attachments)),
+        _ => {}
+    }
+}
+
+/// One chat message as one step.
+fn message_step(m: Value, path: &str, index: usize, gaps: &mut Vec<Gap>) -> Result<Step, Problem> {
+    let Value::Object(mut m) = m else {
+        return Err(schema(path, "a message must be an object"));
+    };
+    let role_name =
+        take_str(&mut m, "role").ok_or_else(|| schema(format!("{path}.role"), "message without a string role"))?;
+    let role = match role_name.as_str() {
+        "system" => Role::System,
+        "user" => Role::User,
+        "assistant" => Role::Assistant,
+        "tool" => Role::Tool,
+        other => {
+            return Err(Problem::new(
+                Reason::InvalidValue,
+                format!("{path}.role"),
+                format!("unknown message role '{other}'"),
+            ))
+        }
+    };
+    let source_id = take(&mut m, "id");
+    let content = take(&mut m, "content");
+    let mut step = Step::new(role, None);
+    step.source_id = source_id;
+    match role {
+        Role::Tool => {
+            let mut result_extra = Map::new();
+            for k in ["function", "error"] {
+                if let Some(v) = m.remove(k) {
+                    result_extra.insert(k.into(), v);
+                }
+            }
+            let call_id = take_str(&mut m, "tool_call_id");
+            step.tool_results.push(ToolResult { call_id, content, extra: result_extra, subagent_refs: Vec::new() });
+        }
+        Role::Assistant => {
+            step.reasoning = content.as_ref().and_then(reasoning_text);
+            step.content = content;
+            step.model = take_nonempty_str(&mut m, "model");
+            match m.remove("tool_calls") {
+                None => {}
+                Some(Value::Array(calls)) => {
+                    for (j, c) in calls.into_iter().enumerate() {
+                        let call = tool_call(c, &format!("{path}.tool_calls[{j}]"))?;
+                        if call.extra.get("parse_error").is_some_and(|e| !e.is_null()) {
+                            gaps.push(Gap::at(GapKind::InvalidToolArguments, Some(index), call.name.clone()));
+                        }
+                        step.tool_calls.push(call);
+                    }
+                }
+                Some(Value::Null) => {
+                    m.insert("tool_calls".into(), Value::Null);
+                }
+                Some(_) => return Err(schema(format!("{path}.tool_calls"), "tool_calls must be a list")),
+            }
+        }
+        _ => step.content = content,
+    }
+    step.extra = into_extra(m);
+    Ok(step)
+}
+
+/// Text of the `reasoning` content parts, joined by newlines.
+fn reasoning_text(content: &Value) -> Option<String> {
+    let parts = content.as_array()?;
+    let texts: Vec<&str> = parts
+        .iter()
+        .filter(|p| p.get("type").and_then(Value::as_str) == Some("reasoning"))
+        .filter_map(|p| p.get("reasoning").and_then(Value::as_str))
+        .filter(|t| !t.is_empty())
+        .collect();
+    (!texts.is_empty()).then(|| texts.join("\n"))
+}
+
+fn tool_call(c: Value, path: &str) -> Result<ToolCall, Problem> {
+    let Value::Object(mut c) = c else {
+        return Err(schema(path, "a tool call must be an object"));
+    };
+    let name =
+        take_str(&mut c, "function").ok_or_else(|| schema(format!("{path}.function"), "tool call without function"))?;
+    let id = take_str(&mut c, "id");
+    let arguments = take(&mut c, "arguments").unwrap_or_else(|| Value::Object(Map::new()));
+    Ok(ToolCall { arguments, arguments_invalid: false, extra: into_extra(c), id, name, text_embedded: false })
+}
+
+/// The instruction: the sample's `input` (a string, or the text of its user messages),
+/// else the user steps before the first assistant step.
+fn instruction(input: Option<&Value>, attachments: &Map<String, Value>, steps: &[Step]) -> Option<String> {
+    let mut input = input.cloned();
+    if let Some(v) = input.as_mut() {
+        resolve_attachments(v, attachments);
+    }
+    let from_input = match &input {
+        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+        Some(Value::Array(messages)) => {
+            let texts: Vec<String> = messages
+                .iter()
+                .filter(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+                .filter_map(|m| m.get("content").and_then(content_text))
+                .collect();
+            (!texts.is_empty()).then(|| texts.join("\n"))
+        }
+        _ => None,
+    };
+    from_input.or_else(|| {
+        let texts: Vec<String> = steps
+            .iter()
+            .take_while(|s| s.role != Role::Assistant)
+            .filter(|s| s.role == Role::User)
+            .filter_map(|s| s.content.as_ref().and_then(content_text))
+            .collect();
+        (!texts.is_empty()).then(|| texts.join("\n"))
+    })
+}
+
+/// Run totals from `model_usage`: the entry of the eval's model (or the only entry).
+/// Inspect's `input_tokens` excludes cache reads and writes in current versions but
+/// included them in older ones; it is `prompt_tokens` only when no cache figure is
+/// positive (then both readings agree), else it stays in `metrics.extra`.
+fn usage_metrics(sample: &mut Map<String, Value>, model: Option<&str>) -> Option<Metrics> {
+    let Some(Value::Object(all)) = sample.get_mut("model_usage") else {
+        return None;
+    };
+    let key = match model.filter(|m| all.contains_key(*m)) {
+        Some(m) => m.to_string(),
+        None if all.len() == 1 => all.keys().next()?.clone(),
+        None => return None,
+    };
+    if !all.get(&key).is_some_and(Value::is_object) {
+        return None;
+    }
+    let Some(Value::Object(mut usage)) = all.remove(&key) else {
+        return None;
+    };
+    if all.is_empty() {
+        sample.remove("model_usage");
+    }
+    let positive = |u: &Map<String, Value>, k: &str| u.get(k).and_then(Value::as_f64).is_some_and(|n| n > 0.0);
+    let cache_figures = positive(&usage, "input_tokens_cache_read") || positive(&usage, "input_tokens_cache_write");
+    let prompt = if cache_figures { None } else { take_u64(&mut usage, "input_tokens") };
+    let completion = take_u64(&mut usage, "output_tokens");
+    let cached = take_u64(&mut usage, "input_tokens_cache_read");
+    let cost = take_f64(&mut usage, "total_cost");
+    let mut extra = into_extra(usage);
+    extra.insert("model".into(), Value::String(key));
+    Some(Metrics { cached_tokens: cached, completion_tokens: completion, cost_usd: cost, extra, prompt_tokens: prompt })
+}
+
+/// A score value's verdict: `C` (correct) or `true` → success; `I` (incorrect), `N` (no
+/// answer) or `false` → failure; anything else (`P` partial, numbers, lists, objects) none.
+fn verdict(value: &Value) -> Option<Status> {
+    match value {
+        Value::String(s) if s == "C" => Some(Status::Success),
+        Value::String(s) if s == "I" || s == "N" => Some(Status::Failure),
+        Value::Bool(true) => Some(Status::Success),
+        Value::Bool(false) => Some(Status::Failure),
+        _ => None,
+    }
+}
+
+/// Outcome from the sample's scores (see docs/formats/inspect.md). The scores themselves
+/// stay in `extra.scores`.
+fn outcome(scores: Option<&Value>) -> Outcome {
+    let Some(Value::Object(scores)) = scores else {
+        return Outcome::default();
+    };
+    if scores.is_empty() {
+        return Outcome::default();
+    }
+    let values: Vec<(&String, Option<&Value>)> = scores.iter().map(|(k, s)| (k, s.get("value"))).collect();
+    let verdicts: Vec<Option<Status>> = values.iter().map(|(_, v)| v.and_then(verdict)).collect();
+    let status = match verdicts.first().copied().flatten() {
+        Some(first) if verdicts.iter().all(|v| *v == Some(first)) => first,
+        _ => Status::Unknown,
+    };
+    let mut components = BTreeMap::new();
+    for (name, v) in &values {
+        match v {
+            Some(Value::Number(n)) => {
+                if let Some(f) = n.as_f64() {
+                    components.insert((*name).clone(), f);
+                }
+            }
+            Some(Value::Object(parts)) => {
+                for (k, p) in parts {
+                    if let Some(f) = p.as_f64().filter(|_| p.is_number()) {
+                        components.insert(format!("{name}/{k}"), f);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let single_numeric = values.len() == 1 && matches!(values[0].1, Some(Value::Number(_)));
+    let reward = if single_numeric { components.values().next().copied() } else { None };
+    if single_numeric {
+        components.clear();
+    }
+    Outcome { reward, reward_components: components, source: None, status, verification: Verification::SourceEvaluator }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn members_of_objects() {
+        let doc = br#" { "a" : "x,}\"", "b":[1,{"c":2}] , "d": 3 } "#;
+        let (m, complete) = object_members(doc);
+        assert!(complete);
+        let got: Vec<(&str, &[u8])> = m.iter().map(|(k, r)| (k.as_str(), &doc[r.clone()])).collect();
+        assert_eq!(got, [("a", &br#""x,}\"""#[..]), ("b", br#"[1,{"c":2}]"#), ("d", b"3")]);
+        let (m, complete) = object_members(br#"{"a": 1, "b": [1, 2"#);
+        assert_eq!((m.len(), complete), (1, false), "a truncated peek keeps the members before the cut");
+        assert_eq!(object_members(b"{}"), (vec![], true));
+        assert!(!object_members(b"[1]").1);
+        assert!(!object_members(br#"{"a": 1} x"#).1);
+    }
+
+    #[test]
+    fn verdicts_follow_inspect_value_constants() {
+        use serde_json::json;
+        let o = outcome(Some(&json!({"a": {"value": "C"}, "b": {"value": true}})));
+        assert_eq!((o.status, o.reward), (Status::Success, None));
+        let o = outcome(Some(&json!({"a": {"value": "C"}, "b": {"value": "I"}})));
+        assert_eq!(o.status, Status::Unknown, "scorers that disagree decide nothing");
+        let o = outcome(Some(&json!({"a": {"value": 1.0}})));
+        assert_eq!((o.status, o.reward), (Status::Unknown, Some(1.0)), "a number is a reward, not a verdict");
+        let o = outcome(Some(&json!({"a": {"value": {"x": 0.5, "y": "z"}}, "b": {"value": 2}})));
+        assert_eq!(o.reward_components.len(), 2);
+        assert_eq!(o.reward_components.get("a/x"), Some(&0.5));
+        assert_eq!(outcome(Some(&json!({}))).verification, Verification::Unverified);
+    }
+}
