@@ -25,6 +25,8 @@ pub mod report;
 pub mod swe_agent;
 pub mod swe_gym;
 pub mod swe_smith;
+pub mod tau2;
+pub mod tau_bench;
 
 pub use error::FormatError;
 pub use input::{discover, InputFile};

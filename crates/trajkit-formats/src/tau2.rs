@@ -1,0 +1,695 @@
+//! tau2-bench (τ²/τ³) results: a results document (`timestamp`, `info`, `tasks[]`,
+//! `simulations[]`) whose simulations are the records, or the directory layout tau2 writes
+//! for `--save-format dir` (`results.json` holding the metadata, `simulations/<id>.json`
+//! holding one simulation each).
+//!
+//! A simulation does not carry its domain, agent or task definition: those live in the
+//! document's `info` and `tasks[]`. They are read once per results file into a small
+//! context (see [`context_for`]) so that each simulation can still be read on its own.
+//! See docs/formats/tau2.md for the mapping, task-key and outcome rules.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::SystemTime;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use trajkit_model::{
+    Agent, Extra, Gap, GapKind, Metrics, Outcome, Provenance, Role, Status, Step, Task, TaskKeySource, ToolCall,
+    ToolResult, Trajectory, Verification, SCHEMA_VERSION,
+};
+
+use crate::gym::link_tool_results;
+use crate::input::{self, InputFile};
+use crate::json::{array_elements, into_extra, take, take_f64, take_str, take_u64};
+use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
+use crate::rejection::{parse_record, Problem, Reason};
+
+/// Reader for tau2-bench results documents and simulation files.
+pub struct Tau2Reader;
+
+/// Name of the per-simulation directory of tau2's directory layout.
+const SIMULATIONS_DIR: &str = "simulations";
+/// Name of the metadata file of tau2's directory layout.
+const RESULTS_FILE: &str = "results.json";
+/// Bytes read from the start of a file to tell a results document from a simulation.
+const HEAD_BYTES: u64 = 64 * 1024;
+
+/// Termination reasons that end a simulation before the user or the agent stopped it.
+const EARLY_STOPS: &[&str] = &[
+    "max_steps",
+    "timeout",
+    "too_many_errors",
+    "agent_error",
+    "user_error",
+    "infrastructure_error",
+    "context_window_exceeded",
+    "unexpected_error",
+];
+
+impl Reader for Tau2Reader {
+    fn name(&self) -> &'static str {
+        "tau2"
+    }
+
+    fn detect(&self, peek: &Peek) -> Option<Detection> {
+        let doc = |confidence, reason: &str| {
+            Some(Detection { confidence, reason: reason.to_string(), layout: Layout::Document })
+        };
+        let members = object_members(peek.bytes)?;
+        let has = |k: &str| members.iter().any(|(key, _)| key == k);
+        match head_kind(&members, peek.bytes) {
+            HeadKind::Results if peek.contains("\"environment_info\"") => {
+                if has("simulations") || !has("simulation_index") {
+                    doc(90, "tau2 results document (info, tasks, simulations)")
+                } else {
+                    doc(90, "tau2 results.json metadata (directory layout)")
+                }
+            }
+            HeadKind::Simulation if has("start_time") && has("end_time") => {
+                doc(85, "tau2 simulation (task_id, termination_reason, start/end time)")
+            }
+            _ => None,
+        }
+    }
+
+    /// A simulation file of the directory layout consumes its run's `results.json` (the
+    /// task table and run info); the results file is then reported `part_of` it.
+    fn referenced_files(&self, file: &InputFile, _layout: Layout) -> Vec<PathBuf> {
+        dir_layout_results(file).and_then(|p| p.canonicalize().ok()).into_iter().collect()
+    }
+
+    /// Each element of `simulations` is a record (`document_index` = its position). A
+    /// results document without `simulations` (the directory layout's metadata) holds no
+    /// record. Anything else is read whole.
+    fn split_document(&self, bytes: &[u8]) -> Option<Vec<Range<usize>>> {
+        let members = object_members(bytes)?;
+        match members.iter().find(|(k, _)| k == "simulations") {
+            Some((_, Some(range))) => {
+                let elements = array_elements(&bytes[range.clone()])?;
+                Some(elements.into_iter().map(|r| range.start + r.start..range.start + r.end).collect())
+            }
+            Some((_, None)) => None,
+            None => match head_kind(&members, bytes) {
+                HeadKind::Results => Some(Vec::new()),
+                _ => None,
+            },
+        }
+    }
+
+    fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
+        let ctx = context_for(file);
+        match read(raw, file, ctx.as_deref()) {
+            Ok((t, key)) => {
+                let consumed = dir_layout_results(file).into_iter().collect();
+                RecordResult::Accepted { trajectory: Box::new(t), rollout_key: key, consumed }
+            }
+            Err(p) => RecordResult::Rejected(vec![p]),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Top-level scanning (detection and splitting without parsing the whole document)
+
+/// A top-level member: its key and the byte range of its value (`None` when the value
+/// does not end within the bytes scanned).
+pub(crate) type Member = (String, Option<Range<usize>>);
+
+/// The members of the JSON object that `bytes` starts with, in order, as far as they can
+/// be scanned; `None` when `bytes` does not start with `{`. A small scanner (string state
+/// and bracket depth, no validation), so it works on a truncated peek.
+pub(crate) fn object_members(bytes: &[u8]) -> Option<Vec<Member>> {
+    let ws = |mut i: usize| {
+        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        i
+    };
+    let mut i = ws(if bytes.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 });
+    if bytes.get(i) != Some(&b'{') {
+        return None;
+    }
+    let mut out = Vec::new();
+    i = ws(i + 1);
+    loop {
+        if bytes.get(i) != Some(&b'"') {
+            return Some(out);
+        }
+        let Some(key_end) = string_end(bytes, i) else {
+            return Some(out);
+        };
+        let quoted = &bytes[i..=key_end];
+        let key = serde_json::from_slice::<String>(quoted)
+            .unwrap_or_else(|_| String::from_utf8_lossy(&quoted[1..quoted.len() - 1]).into_owned());
+        i = ws(key_end + 1);
+        if bytes.get(i) != Some(&b':') {
+            return Some(out);
+        }
+        let start = ws(i + 1);
+        match member_end(bytes, start) {
+            Some((end, closer)) => {
+                let mut trimmed = end;
+                while trimmed > start && bytes[trimmed - 1].is_ascii_whitespace() {
+                    trimmed -= 1;
+                }
+                out.push((key, Some(start..trimmed)));
+                if closer == b'}' {
+                    return Some(out);
+                }
+                i = ws(end + 1);
+            }
+            None => {
+                out.push((key, None));
+                return Some(out);
+            }
+        }
+    }
+}
+
+/// Index of the quote closing the string that opens at `start`.
+fn string_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut escaped = false;
+    for (i, &b) in bytes.iter().enumerate().skip(start + 1) {
+        match b {
+            _ if escaped => escaped = false,
+            b'\\' => escaped = true,
+            b'"' => return Some(i),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Scans one member value from `start`: the index of the `,` or `}` that ends it.
+fn member_end(bytes: &[u8], start: usize) -> Option<(usize, u8)> {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for (i, &b) in bytes.iter().enumerate().skip(start) {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => depth += 1,
+            b']' | b'}' if depth > 0 => depth -= 1,
+            b',' | b'}' if depth == 0 => return Some((i, b)),
+            b']' => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HeadKind {
+    Results,
+    Simulation,
+    Other,
+}
+
+/// What the start of a document is: a results document (`info` + `tasks`, or its
+/// `simulations` / `simulation_index`), a single simulation, or neither.
+fn head_kind(members: &[Member], bytes: &[u8]) -> HeadKind {
+    let has = |k: &str| members.iter().any(|(key, _)| key == k);
+    if has("task_id") && has("termination_reason") {
+        return HeadKind::Simulation;
+    }
+    let results_part = has("tasks") || has("simulations") || has("simulation_index");
+    // `tasks` may start beyond a short head when `info` is long: `info` with tau2's
+    // `environment_info` then decides.
+    let info_only = has("info") && memchr::memmem::find(bytes, b"\"environment_info\"").is_some();
+    if has("info") && (results_part || info_only) {
+        HeadKind::Results
+    } else {
+        HeadKind::Other
+    }
+}
+
+/// The first `HEAD_BYTES` of a file (decompressed), when readable.
+fn head(path: &Path) -> Option<Vec<u8>> {
+    let f = InputFile { fs_path: path.to_path_buf(), display: path.display().to_string(), root: PathBuf::new() };
+    let mut buf = Vec::new();
+    input::open(&f).ok()?.take(HEAD_BYTES).read_to_end(&mut buf).ok()?;
+    Some(buf)
+}
+
+fn head_kind_of(path: &Path) -> HeadKind {
+    match head(path) {
+        Some(bytes) => match object_members(&bytes) {
+            Some(m) => head_kind(&m, &bytes),
+            None => HeadKind::Other,
+        },
+        None => HeadKind::Other,
+    }
+}
+
+/// For a simulation file of the directory layout (`<run>/simulations/<id>.json` whose own
+/// content is a simulation, next to a tau2 `<run>/results.json`), that results file.
+fn dir_layout_results(file: &InputFile) -> Option<PathBuf> {
+    if file.is_stdin() {
+        return None;
+    }
+    let dir = file.fs_path.parent()?;
+    if dir.file_name()? != SIMULATIONS_DIR {
+        return None;
+    }
+    let results = dir.parent()?.join(RESULTS_FILE);
+    if !results.is_file() || results == file.fs_path {
+        return None;
+    }
+    (head_kind_of(&file.fs_path) == HeadKind::Simulation && head_kind_of(&results) == HeadKind::Results)
+        .then_some(results)
+}
+
+// ---------------------------------------------------------------------------------------
+// Per-results-file context
+
+/// What a simulation needs from its results document.
+#[derive(Debug, Default)]
+pub(crate) struct Context {
+    domain: Option<String>,
+    agent_name: Option<String>,
+    agent_model: Option<String>,
+    user_model: Option<String>,
+    /// The document's `timestamp` and `info`, without its long texts.
+    results_info: Extra,
+    /// Task id (as text) → instruction given to the user simulator.
+    instructions: HashMap<String, String>,
+}
+
+/// The parts of a results document the context is built from (`simulations` is skipped
+/// by the parser without being built).
+#[derive(Deserialize)]
+struct ResultsHead {
+    #[serde(default)]
+    timestamp: Option<Value>,
+    #[serde(default)]
+    info: Option<Map<String, Value>>,
+    #[serde(default)]
+    tasks: Option<Vec<Value>>,
+}
+
+type Slot = Arc<OnceLock<Option<Arc<Context>>>>;
+type CacheKey = (PathBuf, u64, Option<SystemTime>);
+
+/// Contexts by results file (path, size, modification time), built once per process.
+fn cache() -> &'static Mutex<HashMap<CacheKey, Slot>> {
+    static CACHE: OnceLock<Mutex<HashMap<CacheKey, Slot>>> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// The context of the simulation records of `file`: its own results document, or in
+/// the directory layout its run's `results.json`. `None` for standard input, for a lone
+/// simulation file, and for a results file that cannot be read again.
+pub(crate) fn context_for(file: &InputFile) -> Option<Arc<Context>> {
+    if file.is_stdin() {
+        return None;
+    }
+    let path = dir_layout_results(file).unwrap_or_else(|| file.fs_path.clone());
+    let meta = std::fs::metadata(&path).ok()?;
+    let key = (path.clone(), meta.len(), meta.modified().ok());
+    let slot = {
+        let mut map = cache().lock().unwrap_or_else(|e| e.into_inner());
+        map.entry(key).or_default().clone()
+    };
+    slot.get_or_init(|| load_context(&path).map(Arc::new)).clone()
+}
+
+fn load_context(path: &Path) -> Option<Context> {
+    let f = InputFile { fs_path: path.to_path_buf(), display: path.display().to_string(), root: PathBuf::new() };
+    let bytes = input::read_all(&f).ok()?;
+    let head: ResultsHead = serde_json::from_slice(&bytes).ok()?;
+    let tasks = head.tasks?;
+    let mut info = head.info.unwrap_or_default();
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+    let domain = text(info.get("environment_info").and_then(|e| e.get("domain_name")));
+    let agent_name = text(info.get("agent_info").and_then(|a| a.get("implementation")));
+    let agent_model = text(info.get("agent_info").and_then(|a| a.get("llm")));
+    let user_model = text(info.get("user_info").and_then(|u| u.get("llm")));
+    // Long texts shared by every simulation stay in the results file only.
+    for (section, key) in [
+        ("environment_info", "policy"),
+        ("environment_info", "tool_defs"),
+        ("user_info", "global_simulation_guidelines"),
+    ] {
+        if let Some(Value::Object(m)) = info.get_mut(section) {
+            m.remove(key);
+        }
+    }
+    let mut results_info = Extra::new();
+    if let Some(ts) = head.timestamp {
+        results_info.insert("timestamp".into(), ts);
+    }
+    results_info.insert("info".into(), Value::Object(info));
+    let mut instructions = HashMap::new();
+    for t in &tasks {
+        let Some(id) = t.get("id").and_then(id_text) else {
+            continue;
+        };
+        if let Some(text) = t.get("user_scenario").and_then(|s| s.get("instructions")).and_then(instruction_text) {
+            instructions.insert(id, text);
+        }
+    }
+    Some(Context { domain, agent_name, agent_model, user_model, results_info, instructions })
+}
+
+/// A task id as text: a string as it is, an integer in decimal.
+fn id_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// The user-simulator instructions as tau2 renders them for the simulator: a plain
+/// string as it is; structured instructions as `Domain:`, `Reason for call:`, `Known
+/// info:`, `Unknown info:` and `Task instructions:` sections, each body tab-indented.
+fn instruction_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Object(m) => {
+            let field = |k: &str| m.get(k).and_then(Value::as_str);
+            let mut lines = Vec::new();
+            if let Some(d) = field("domain") {
+                lines.push(format!("Domain: {d}"));
+            }
+            for (key, title) in [
+                ("reason_for_call", "Reason for call"),
+                ("known_info", "Known info"),
+                ("unknown_info", "Unknown info"),
+                ("task_instructions", "Task instructions"),
+            ] {
+                if let Some(body) = field(key) {
+                    lines.push(format!("{title}:\n{}", indent_tab(body)));
+                }
+            }
+            (!lines.is_empty()).then(|| lines.join("\n"))
+        }
+        _ => None,
+    }
+}
+
+/// Python's `textwrap.indent(text, "\t")`: a tab before every line that is not blank.
+fn indent_tab(text: &str) -> String {
+    text.split_inclusive('\n')
+        .map(|line| if line.trim().is_empty() { line.to_string() } else { format!("\t{line}") })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// One simulation
+
+fn schema(path: impl Into<String>, msg: impl Into<String>) -> Problem {
+    Problem::new(Reason::SchemaViolation, path, msg)
+}
+
+/// Maps one simulation; returns the trajectory and its rollout key (the simulation id).
+fn read(raw: &RawRecord, file: &InputFile, ctx: Option<&Context>) -> Result<(Trajectory, Option<String>), Problem> {
+    let Value::Object(mut sim) = parse_record(raw.bytes)? else {
+        return Err(schema("$", "a simulation must be a JSON object"));
+    };
+    if sim.contains_key("simulations") || sim.contains_key("tasks") {
+        return Err(schema("$.simulations", "a results document's simulations must be a list of simulation objects"));
+    }
+    let task_id = match sim.get("task_id").and_then(id_text) {
+        Some(id) => {
+            sim.remove("task_id");
+            id
+        }
+        None => return Err(schema("$.task_id", "a simulation must name its task (task_id string or integer)")),
+    };
+    let messages = match sim.remove("messages") {
+        Some(Value::Array(m)) => Some(m),
+        None => None,
+        Some(Value::Null) => {
+            sim.insert("messages".into(), Value::Null);
+            None
+        }
+        Some(_) => return Err(schema("$.messages", "messages must be a list")),
+    };
+
+    let user_model = ctx.and_then(|c| c.user_model.as_deref());
+    let mut steps = Vec::with_capacity(messages.as_ref().map_or(0, Vec::len));
+    for (i, m) in messages.into_iter().flatten().enumerate() {
+        steps.push(message_step(m, &format!("$.messages[{i}]"), user_model)?);
+    }
+
+    let mut gaps = Vec::new();
+    link_tool_results(&steps, &mut gaps);
+    if steps.is_empty() {
+        let detail = sim.contains_key("ticks").then(|| "messages not stored; the ticks are kept in extra".to_string());
+        gaps.push(Gap { detail, kind: GapKind::NoSteps, step: None });
+    }
+    for (i, s) in steps.iter().enumerate() {
+        for c in s.tool_calls.iter().filter(|c| c.arguments_invalid) {
+            gaps.push(Gap::at(GapKind::InvalidToolArguments, Some(i), c.name.clone()));
+        }
+    }
+    let termination = sim.get("termination_reason").and_then(Value::as_str).map(str::to_string);
+    if let Some(t) = termination.as_deref().filter(|t| EARLY_STOPS.contains(t)) {
+        gaps.push(Gap::at(GapKind::IncompleteGeneration, None, t));
+    }
+
+    let outcome = outcome(&mut sim, termination.as_deref());
+    let agent_cost = take_f64(&mut sim, "agent_cost");
+    let mut metrics_extra = Extra::new();
+    if let Some(c) = take_f64(&mut sim, "user_cost") {
+        metrics_extra.insert("user_cost".into(), c.into());
+    }
+    let metrics = (agent_cost.is_some() || !metrics_extra.is_empty()).then(|| Metrics {
+        cost_usd: agent_cost,
+        extra: metrics_extra,
+        ..Metrics::default()
+    });
+    let session_id = take_str(&mut sim, "id");
+    let rollout_key = session_id.as_ref().map(|id| format!("simulation {id}"));
+
+    let domain = ctx.and_then(|c| c.domain.clone());
+    let task = Task {
+        key: format!("{}/{}", domain.as_deref().unwrap_or("?"), task_id),
+        key_source: TaskKeySource::Explicit,
+        instruction: ctx.and_then(|c| c.instructions.get(&task_id).cloned()),
+        environment: domain,
+        id: Some(task_id),
+    };
+    let mut extra = into_extra(sim);
+    if let Some(c) = ctx {
+        extra.insert("results_info".into(), Value::Object(c.results_info.clone()));
+    }
+    let t = Trajectory {
+        agent: Agent {
+            model: ctx.and_then(|c| c.agent_model.clone()),
+            name: ctx.and_then(|c| c.agent_name.clone()),
+            version: None,
+        },
+        content_digest: String::new(),
+        extra,
+        gaps,
+        id: format!("tau2-{}", &raw.sha256[..16]),
+        metrics,
+        outcome,
+        provenance: Provenance {
+            document_index: raw.document_index,
+            format: "tau2".into(),
+            format_version: None,
+            line: raw.line,
+            path: file.display.clone(),
+            sha256: raw.sha256.to_string(),
+        },
+        schema_version: SCHEMA_VERSION.into(),
+        session_id,
+        steps,
+        subagents: Vec::new(),
+        task,
+        tools: None,
+    };
+    Ok((t, rollout_key))
+}
+
+/// One message → one step. Tool calls keep `requestor` in their `extra`; the calls of
+/// the simulated user sit on `user` steps.
+fn message_step(m: Value, path: &str, user_model: Option<&str>) -> Result<Step, Problem> {
+    let Value::Object(mut m) = m else {
+        return Err(schema(path, "a message must be an object"));
+    };
+    let role = take_str(&mut m, "role").ok_or_else(|| schema(format!("{path}.role"), "message without role"))?;
+    let role = match role.as_str() {
+        "assistant" => Role::Assistant,
+        "user" => Role::User,
+        "tool" => Role::Tool,
+        "system" => Role::System,
+        _ => {
+            m.insert("role".into(), Value::String(role.clone()));
+            return Err(Problem::new(
+                Reason::InvalidValue,
+                format!("{path}.role"),
+                format!("unknown message role '{role}'"),
+            ));
+        }
+    };
+    let mut step = Step::new(role, None);
+    step.timestamp = take_str(&mut m, "timestamp");
+    step.source_id = take(&mut m, "turn_idx");
+    if role == Role::Tool {
+        match m.remove("tool_messages") {
+            // A MultiToolMessage: several results in one step.
+            Some(Value::Array(results)) => {
+                for (i, r) in results.into_iter().enumerate() {
+                    let Value::Object(r) = r else {
+                        return Err(schema(format!("{path}.tool_messages[{i}]"), "a tool message must be an object"));
+                    };
+                    step.tool_results.push(tool_result(r));
+                }
+            }
+            Some(other) => {
+                m.insert("tool_messages".into(), other);
+                step.tool_results.push(tool_result(m));
+                m = Map::new();
+            }
+            None => {
+                step.tool_results.push(tool_result(m));
+                m = Map::new();
+            }
+        }
+        step.extra = into_extra(m);
+        return Ok(step);
+    }
+    step.content = take(&mut m, "content");
+    match m.get("tool_calls") {
+        Some(Value::Array(_)) => {
+            if let Some(Value::Array(calls)) = m.remove("tool_calls") {
+                for (i, c) in calls.into_iter().enumerate() {
+                    step.tool_calls.push(tool_call(c, &format!("{path}.tool_calls[{i}]"))?);
+                }
+            }
+        }
+        None | Some(Value::Null) => {}
+        Some(_) => return Err(schema(format!("{path}.tool_calls"), "tool_calls must be a list")),
+    }
+    step.metrics = message_metrics(&mut m);
+    if role == Role::User {
+        step.model = user_model.map(str::to_string);
+    }
+    step.extra = into_extra(m);
+    Ok(step)
+}
+
+/// A tool message: `id` is the id of the call it answers; `requestor` and `error` stay
+/// in the result's `extra`.
+fn tool_result(mut r: Map<String, Value>) -> ToolResult {
+    let call_id = match r.get("id") {
+        Some(Value::String(s)) if !s.is_empty() => take_str(&mut r, "id"),
+        _ => None,
+    };
+    r.remove("role");
+    let content = take(&mut r, "content");
+    ToolResult { call_id, content, extra: into_extra(r), subagent_refs: Vec::new() }
+}
+
+pub(crate) fn tool_call(c: Value, path: &str) -> Result<ToolCall, Problem> {
+    let Value::Object(mut c) = c else {
+        return Err(schema(path, "a tool call must be an object"));
+    };
+    let name = take_str(&mut c, "name").ok_or_else(|| schema(format!("{path}.name"), "tool call without name"))?;
+    let id = match c.get("id") {
+        Some(Value::String(s)) if !s.is_empty() => take_str(&mut c, "id"),
+        _ => None,
+    };
+    let (arguments, invalid) = parse_arguments(c.remove("arguments"));
+    Ok(ToolCall { arguments, arguments_invalid: invalid, extra: into_extra(c), id, name, text_embedded: false })
+}
+
+/// Arguments as an object, or a JSON string parsed (kept verbatim when it is not JSON).
+pub(crate) fn parse_arguments(v: Option<Value>) -> (Value, bool) {
+    match v {
+        Some(Value::String(s)) => match serde_json::from_str::<Value>(&s) {
+            Ok(v) => (v, false),
+            Err(_) => (Value::String(s), true),
+        },
+        Some(other) => (other, false),
+        None => (Value::Object(Map::new()), false),
+    }
+}
+
+/// Per-message `cost` and `usage` (`prompt_tokens`, `completion_tokens`, cached tokens
+/// under `prompt_tokens_details`); a `null` usage stays in `extra`.
+fn message_metrics(m: &mut Map<String, Value>) -> Option<Metrics> {
+    let cost = take_f64(m, "cost");
+    let mut metrics = Metrics { cost_usd: cost, ..Metrics::default() };
+    if let Some(Value::Object(_)) = m.get("usage") {
+        if let Some(Value::Object(mut usage)) = m.remove("usage") {
+            metrics.prompt_tokens = take_u64(&mut usage, "prompt_tokens");
+            metrics.completion_tokens = take_u64(&mut usage, "completion_tokens");
+            if let Some(Value::Object(details)) = usage.get_mut("prompt_tokens_details") {
+                metrics.cached_tokens = take_u64(details, "cached_tokens");
+            }
+            metrics.extra = into_extra(usage);
+        }
+    }
+    (!metrics.is_empty()).then_some(metrics)
+}
+
+/// tau2's own success rule (`is_successful` in its metrics): a reward within 1e-6 of 1.
+/// Infrastructure errors are excluded from tau2's metrics: their status stays unknown.
+fn outcome(sim: &mut Map<String, Value>, termination: Option<&str>) -> Outcome {
+    let mut reward = None;
+    let mut components = BTreeMap::new();
+    if let Some(Value::Object(info)) = sim.get_mut("reward_info") {
+        reward = take_f64(info, "reward");
+        if let Some(Value::Object(b)) = info.get("reward_breakdown") {
+            if b.values().all(Value::is_number) {
+                components = b.iter().filter_map(|(k, v)| Some((k.clone(), v.as_f64()?))).collect();
+                info.remove("reward_breakdown");
+            }
+        }
+        if info.is_empty() {
+            sim.remove("reward_info");
+        }
+    }
+    let status = match reward {
+        _ if termination == Some("infrastructure_error") => Status::Unknown,
+        Some(r) if (r - 1.0).abs() <= 1e-6 => Status::Success,
+        Some(_) => Status::Failure,
+        None => Status::Unknown,
+    };
+    let verification = if reward.is_some() { Verification::SourceEvaluator } else { Verification::Unverified };
+    Outcome { reward, reward_components: components, source: None, status, verification }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn members_of_a_truncated_object() {
+        let doc = br#"{"a": {"x": "},"}, "b" : [1, {"c": 2}], "tasks": [ {"id": 1"#;
+        let m = object_members(doc).unwrap_or_default();
+        let keys: Vec<&str> = m.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["a", "b", "tasks"]);
+        assert_eq!(m[1].1.clone().map(|r| &doc[r]), Some(&br#"[1, {"c": 2}]"#[..]));
+        assert_eq!(m[2].1, None);
+        assert_eq!(object_members(b"[1]"), None);
+    }
+
+    #[test]
+    fn structured_instructions_render_like_tau2() {
+        let v = serde_json::json!({"domain": "telecom", "reason_for_call": "a\nb", "known_info": null,
+            "task_instructions": "x\n\ny"});
+        assert_eq!(
+            instruction_text(&v).as_deref(),
+            Some("Domain: telecom\nReason for call:\n\ta\n\tb\nTask instructions:\n\tx\n\n\ty")
+        );
+    }
+}

@@ -1,0 +1,249 @@
+//! tau-bench (v1) results: `run.py` writes a JSON array of `EnvRunResult` objects
+//! (`task_id`, `reward`, `info`, `traj`, `trial`); a single such object is read too.
+//! `traj` is the agent's OpenAI-style chat history.
+//!
+//! See docs/formats/tau-bench.md for the mapping, task-key and outcome rules.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use serde_json::{Map, Value};
+use trajkit_model::{
+    canonical::instruction_task_key, Agent, Extra, Gap, GapKind, Metrics, Outcome, Provenance, Role, Status, Step,
+    Task, TaskKeySource, ToolCall, ToolResult, Trajectory, Verification, SCHEMA_VERSION,
+};
+
+use crate::gym::link_tool_results;
+use crate::input::InputFile;
+use crate::json::{array_elements, into_extra, take, take_f64, take_str};
+use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
+use crate::rejection::{parse_record, Problem, Reason};
+use crate::tau2::{object_members, parse_arguments};
+
+/// Reader for tau-bench v1 result files.
+pub struct TauBenchReader;
+
+/// The environment name used for the task key (the results do not name airline/retail).
+const ENVIRONMENT: &str = "tau-bench";
+
+impl Reader for TauBenchReader {
+    fn name(&self) -> &'static str {
+        "tau-bench"
+    }
+
+    fn detect(&self, peek: &Peek) -> Option<Detection> {
+        let start = peek.bytes.iter().position(|b| !b.is_ascii_whitespace())?;
+        let (array, object) = match peek.bytes[start] {
+            b'[' => {
+                let inner = peek.bytes[start + 1..].iter().position(|b| !b.is_ascii_whitespace())?;
+                (true, &peek.bytes[start + 1 + inner..])
+            }
+            _ => (false, &peek.bytes[start..]),
+        };
+        let members = object_members(object)?;
+        let has = |k: &str| members.iter().any(|(key, _)| key == k);
+        if !(has("task_id") && has("info") && has("traj")) {
+            return None;
+        }
+        let reason = if array {
+            "tau-bench results array (task_id, info, traj)"
+        } else {
+            "tau-bench result (task_id, info, traj)"
+        };
+        Some(Detection { confidence: 90, reason: reason.into(), layout: Layout::Document })
+    }
+
+    /// An array document: each element is a record. A single object is read whole.
+    fn split_document(&self, bytes: &[u8]) -> Option<Vec<Range<usize>>> {
+        array_elements(bytes)
+    }
+
+    fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
+        match read(raw, file) {
+            Ok(t) => RecordResult::Accepted { trajectory: Box::new(t), rollout_key: None, consumed: Vec::new() },
+            Err(p) => RecordResult::Rejected(vec![p]),
+        }
+    }
+}
+
+fn schema(path: impl Into<String>, msg: impl Into<String>) -> Problem {
+    Problem::new(Reason::SchemaViolation, path, msg)
+}
+
+fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
+    let Value::Object(mut row) = parse_record(raw.bytes)? else {
+        return Err(schema("$", "a tau-bench result must be a JSON object"));
+    };
+    let traj = match row.remove("traj") {
+        Some(Value::Array(t)) => t,
+        Some(other) => {
+            row.insert("traj".into(), other);
+            return Err(schema("$.traj", "traj must be a list of messages"));
+        }
+        None => return Err(schema("$.traj", "a tau-bench result must have traj")),
+    };
+    let mut steps = Vec::with_capacity(traj.len());
+    for (i, m) in traj.into_iter().enumerate() {
+        steps.push(message_step(m, &format!("$.traj[{i}]"))?);
+    }
+    let mut gaps = Vec::new();
+    link_tool_results(&steps, &mut gaps);
+    if steps.is_empty() {
+        gaps.push(Gap { detail: None, kind: GapKind::NoSteps, step: None });
+    }
+    for (i, s) in steps.iter().enumerate() {
+        for c in s.tool_calls.iter().filter(|c| c.arguments_invalid) {
+            gaps.push(Gap::at(GapKind::InvalidToolArguments, Some(i), c.name.clone()));
+        }
+    }
+
+    let task_id = match row.get("task_id") {
+        Some(Value::Number(n)) => Some(n.to_string()),
+        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+        _ => None,
+    };
+    if task_id.is_some() {
+        row.remove("task_id");
+    }
+    let mut info = match row.remove("info") {
+        Some(Value::Object(i)) => i,
+        Some(other) => {
+            row.insert("info".into(), other);
+            Map::new()
+        }
+        None => Map::new(),
+    };
+    let instruction = match info.get_mut("task") {
+        Some(Value::Object(task)) => take_str(task, "instruction"),
+        _ => None,
+    };
+    let outcome = outcome(&mut row, &mut info);
+    let metrics = take_f64(&mut info, "user_cost").map(|c| {
+        let mut extra = Extra::new();
+        extra.insert("user_cost".into(), c.into());
+        Metrics { extra, ..Metrics::default() }
+    });
+
+    let (key, key_source) = match (&instruction, &task_id) {
+        (Some(text), _) => (instruction_task_key(text, Some(ENVIRONMENT)), TaskKeySource::InstructionHash),
+        (None, Some(id)) => (format!("{ENVIRONMENT}/{id}"), TaskKeySource::Explicit),
+        (None, None) => (format!("r:{}", &raw.sha256[..16]), TaskKeySource::RecordHash),
+    };
+    let task = Task { environment: Some(ENVIRONMENT.into()), id: task_id, instruction, key, key_source };
+    let mut extra = into_extra(row);
+    if !info.is_empty() {
+        extra.insert("info".into(), Value::Object(info));
+    }
+    Ok(Trajectory {
+        agent: Agent::default(),
+        content_digest: String::new(),
+        extra,
+        gaps,
+        id: format!("tau-bench-{}", &raw.sha256[..16]),
+        metrics,
+        outcome,
+        provenance: Provenance {
+            document_index: raw.document_index,
+            format: "tau-bench".into(),
+            format_version: None,
+            line: raw.line,
+            path: file.display.clone(),
+            sha256: raw.sha256.to_string(),
+        },
+        schema_version: SCHEMA_VERSION.into(),
+        session_id: None,
+        steps,
+        subagents: Vec::new(),
+        task,
+        tools: None,
+    })
+}
+
+/// One chat message → one step: assistant `tool_calls` (`id`, `function.name`,
+/// `function.arguments`), tool messages answer them by `tool_call_id`.
+fn message_step(m: Value, path: &str) -> Result<Step, Problem> {
+    let Value::Object(mut m) = m else {
+        return Err(schema(path, "a message must be an object"));
+    };
+    let role = take_str(&mut m, "role").ok_or_else(|| schema(format!("{path}.role"), "message without role"))?;
+    let role = match role.as_str() {
+        "system" => Role::System,
+        "user" => Role::User,
+        "assistant" => Role::Assistant,
+        "tool" | "function" => Role::Tool,
+        _ => {
+            return Err(Problem::new(
+                Reason::InvalidValue,
+                format!("{path}.role"),
+                format!("unknown message role '{role}'"),
+            ))
+        }
+    };
+    let mut step = Step::new(role, None);
+    let content = take(&mut m, "content");
+    if role == Role::Tool {
+        let call_id = match m.get("tool_call_id") {
+            Some(Value::String(s)) if !s.is_empty() => take_str(&mut m, "tool_call_id"),
+            _ => None,
+        };
+        step.tool_results.push(ToolResult { call_id, content, extra: into_extra(m), subagent_refs: Vec::new() });
+        return Ok(step);
+    }
+    step.content = content;
+    match m.get("tool_calls") {
+        Some(Value::Array(_)) => {
+            if let Some(Value::Array(calls)) = m.remove("tool_calls") {
+                for (i, c) in calls.into_iter().enumerate() {
+                    step.tool_calls.push(tool_call(c, &format!("{path}.tool_calls[{i}]"))?);
+                }
+            }
+        }
+        None | Some(Value::Null) => {}
+        Some(_) => return Err(schema(format!("{path}.tool_calls"), "tool_calls must be a list")),
+    }
+    step.extra = into_extra(m);
+    Ok(step)
+}
+
+/// An OpenAI tool call: `{id, type?, function: {name, arguments}}`.
+fn tool_call(c: Value, path: &str) -> Result<ToolCall, Problem> {
+    let Value::Object(mut c) = c else {
+        return Err(schema(path, "a tool call must be an object"));
+    };
+    let id = match c.get("id") {
+        Some(Value::String(s)) if !s.is_empty() => take_str(&mut c, "id"),
+        _ => None,
+    };
+    let Some(Value::Object(mut function)) = c.remove("function") else {
+        return Err(schema(format!("{path}.function"), "a tool call must have a function object"));
+    };
+    let name = take_str(&mut function, "name")
+        .ok_or_else(|| schema(format!("{path}.function.name"), "tool call without name"))?;
+    let (arguments, invalid) = parse_arguments(function.remove("arguments"));
+    if !function.is_empty() {
+        c.insert("function".into(), Value::Object(function));
+    }
+    Ok(ToolCall { arguments, arguments_invalid: invalid, extra: into_extra(c), id, name, text_embedded: false })
+}
+
+/// `reward` with tau-bench's own success rule (`is_successful` in `run.py`: within 1e-6
+/// of 1); the numeric parts of `info.reward_info.info` (`r_actions`, `r_outputs`) are
+/// the components.
+fn outcome(row: &mut Map<String, Value>, info: &mut Map<String, Value>) -> Outcome {
+    let reward = take_f64(row, "reward");
+    let mut components = BTreeMap::new();
+    if let Some(Value::Object(parts)) = info.get_mut("reward_info").and_then(|r| r.get_mut("info")) {
+        for key in ["r_actions", "r_outputs"] {
+            if let Some(v) = take_f64(parts, key) {
+                components.insert(key.to_string(), v);
+            }
+        }
+    }
+    let status = match reward {
+        Some(r) if (r - 1.0).abs() <= 1e-6 => Status::Success,
+        Some(_) => Status::Failure,
+        None => Status::Unknown,
+    };
+    let verification = if reward.is_some() { Verification::SourceEvaluator } else { Verification::Unverified };
+    Outcome { reward, reward_components: components, source: None, status, verification }
+}
