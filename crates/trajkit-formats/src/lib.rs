@@ -4,6 +4,7 @@
 //! One module per source family (`atif`, `gym`, ...), each a [`reader::Reader`].
 
 pub mod atif;
+pub mod bfcl;
 pub mod claude_code;
 pub mod codex;
 pub mod error;
@@ -27,6 +28,7 @@ pub mod swe_gym;
 pub mod swe_smith;
 pub mod tau2;
 pub mod tau_bench;
+pub mod toolbench;
 
 pub use error::FormatError;
 pub use input::{discover, InputFile};

@@ -18,6 +18,8 @@ static NEBIUS: nebius::NebiusReader = nebius::NebiusReader;
 static HARBOR_TRIAL: harbor_trial::HarborTrialReader = harbor_trial::HarborTrialReader;
 static HARBOR_TRACES: harbor_traces::HarborTracesReader = harbor_traces::HarborTracesReader;
 static OPENHANDS: openhands::OpenHandsReader = openhands::OpenHandsReader;
+static TOOLBENCH: crate::toolbench::ToolBenchReader = crate::toolbench::ToolBenchReader;
+static BFCL: crate::bfcl::BfclReader = crate::bfcl::BfclReader;
 static TAU2: crate::tau2::Tau2Reader = crate::tau2::Tau2Reader;
 static TAU_BENCH: crate::tau_bench::TauBenchReader = crate::tau_bench::TauBenchReader;
 static INSPECT: crate::inspect::InspectReader = crate::inspect::InspectReader;
@@ -33,6 +35,8 @@ static ALL: &[&dyn Reader] = &[
     &HARBOR_TRIAL,
     &HARBOR_TRACES,
     &OPENHANDS,
+    &TOOLBENCH,
+    &BFCL,
     &TAU2,
     &TAU_BENCH,
     &CLAUDE_CODE,
