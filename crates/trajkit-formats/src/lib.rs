@@ -3,8 +3,10 @@
 //!
 //! One module per source family (`atif`, `gym`, ...), each a [`reader::Reader`].
 
+pub mod adp;
 pub mod atif;
 pub mod bfcl;
+pub mod chat;
 pub mod claude_code;
 pub mod codex;
 pub mod error;

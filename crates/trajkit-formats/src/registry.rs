@@ -18,6 +18,9 @@ static NEBIUS: nebius::NebiusReader = nebius::NebiusReader;
 static HARBOR_TRIAL: harbor_trial::HarborTrialReader = harbor_trial::HarborTrialReader;
 static HARBOR_TRACES: harbor_traces::HarborTracesReader = harbor_traces::HarborTracesReader;
 static OPENHANDS: openhands::OpenHandsReader = openhands::OpenHandsReader;
+static ADP: crate::adp::AdpReader = crate::adp::AdpReader;
+static OPENAI_MESSAGES: crate::chat::OpenAiMessagesReader = crate::chat::OpenAiMessagesReader;
+static SHAREGPT: crate::chat::ShareGptReader = crate::chat::ShareGptReader;
 static TOOLBENCH: crate::toolbench::ToolBenchReader = crate::toolbench::ToolBenchReader;
 static BFCL: crate::bfcl::BfclReader = crate::bfcl::BfclReader;
 static TAU2: crate::tau2::Tau2Reader = crate::tau2::Tau2Reader;
@@ -35,6 +38,9 @@ static ALL: &[&dyn Reader] = &[
     &HARBOR_TRIAL,
     &HARBOR_TRACES,
     &OPENHANDS,
+    &ADP,
+    &OPENAI_MESSAGES,
+    &SHAREGPT,
     &TOOLBENCH,
     &BFCL,
     &TAU2,
