@@ -1,0 +1,141 @@
+//! Every real fixture tree inspected in one call: each file gets the right family.
+//! (The two files in `atif/not-atif/` that no reader claims are a native Gemini CLI
+//! session and a pre-ATIF oracle list: formats trajkit does not read.)
+
+mod common;
+
+use common::{read, real};
+
+/// Path below `tests/fixtures/real/` and the family detected (`None`: not recognised).
+const FORMATS: &[(&str, Option<&str>)] = &[
+    ("adp/swe-gym_sample_sft_openhands.json", Some("adp")),
+    ("adp/swe-gym_sample_std.json", Some("adp")),
+    ("atif/claude-code-fail-agent-tool-v1.7.trajectory.json", Some("atif")),
+    ("atif/claude-code-pass-v1.7.trajectory.json", Some("atif")),
+    ("atif/harbor-exports/terminus2-invalid-llm-json.traces.json", Some("harbor-traces")),
+    ("atif/not-atif/oracle-pre-atif-set-e.json", None),
+    ("atif/not-atif/rfc-native-gemini-cli-trajectory.json", None),
+    ("atif/not-atif/rfc-native-mini-swe-agent-trajectory.json", Some("mini-swe-agent")),
+    ("atif/not-atif/rfc-native-openhands-trajectory.json", Some("openhands")),
+    ("atif/openhands-hello-world-v1.5.trajectory.json", Some("atif")),
+    ("atif/oracle-simple-v1.2.trajectory.json", Some("atif")),
+    ("atif/terminus2-context-summarization-v1.2/trajectory.json", Some("atif")),
+    ("atif/terminus2-context-summarization-v1.2/trajectory.summarization-1-answers.json", Some("atif")),
+    ("atif/terminus2-context-summarization-v1.2/trajectory.summarization-1-questions.json", Some("atif")),
+    ("atif/terminus2-context-summarization-v1.2/trajectory.summarization-1-summary.json", Some("atif")),
+    ("atif/terminus2-context-summarization-v1.4.trajectory.json", Some("atif")),
+    ("atif/terminus2-context-summarization-v1.7/trajectory.json", Some("atif")),
+    ("atif/terminus2-context-summarization-v1.7/trajectory.summarization-1-answers.json", Some("atif")),
+    ("atif/terminus2-context-summarization-v1.7/trajectory.summarization-1-questions.json", Some("atif")),
+    ("atif/terminus2-context-summarization-v1.7/trajectory.summarization-1-summary.json", Some("atif")),
+    ("atif/terminus2-hello-world-v1.3.trajectory.json", Some("atif")),
+    ("atif/terminus2-invalid-llm-json-v1.7.trajectory.json", Some("atif")),
+    ("atif/terminus2-linear-history-v1.7/trajectory.cont-1.json", Some("atif")),
+    ("atif/terminus2-linear-history-v1.7/trajectory.json", Some("atif")),
+    ("atif/terminus2-timeout-v1.6.trajectory.json", Some("atif")),
+    ("bfcl/BFCL_v4_live_parallel.json", Some("bfcl")),
+    ("bfcl/BFCL_v4_multi_turn_base.json", Some("bfcl")),
+    ("bfcl/possible_answer.BFCL_v4_live_parallel.json", Some("bfcl")),
+    ("bfcl/possible_answer.BFCL_v4_multi_turn_base.json", Some("bfcl")),
+    ("chat/llamafactory_glaive_toolcall_en_demo.json", Some("sharegpt")),
+    ("claude_code/codemie/-tmp-private/4c2ddfdc-b619-4525-8d03-1950fb1b0257.jsonl", Some("claude-code")),
+    ("claude_code/codemie/-tmp-private/agent-36541525.jsonl", Some("claude-code")),
+    ("claude_code/codemie/-tmp-private/agent-50243ee8.jsonl", Some("claude-code")),
+    ("claude_code/codemie/incremental-subagents/turn-2/subagents/agent-a485154.jsonl", Some("claude-code")),
+    ("claude_code/codemie/incremental-subagents/turn-2.jsonl", Some("claude-code")),
+    ("claude_code/codemie/session-624a4a58.jsonl", Some("claude-code")),
+    ("claude_code/codemie/session-9eda1058.jsonl", Some("claude-code")),
+    ("claude_code/spotter/short.jsonl", Some("claude-code")),
+    ("claude_code/spotter/subagent.jsonl", Some("claude-code")),
+    ("claude_code/spotter/tool_heavy.jsonl", Some("claude-code")),
+    ("codex/codemie/rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl", Some("codex")),
+    ("codex/codemie/rollout-2026-05-11T13-28-45-019e1695-0522-7c83-8b39-0dd379793f80.jsonl", Some("codex")),
+    ("gym/anyswe_agent__example_rollouts_hermes.jsonl", Some("gym")),
+    ("gym/aviary__example_rollouts.jsonl", Some("gym")),
+    ("gym/aviary_hotpotqa__example_rollouts.jsonl", Some("gym")),
+    ("gym/bbq__example_rollouts.jsonl", Some("gym")),
+    ("gym/blackjack__example_rollouts.jsonl", Some("gym")),
+    ("gym/circle_click__example_rollouts.jsonl", Some("gym")),
+    ("gym/competitive_coding_challenges__example_rollouts.jsonl", Some("gym")),
+    ("gym/conversational_tool_use_simulation__example_rollouts.jsonl", Some("gym")),
+    ("gym/ether0__example_rollouts.jsonl", Some("gym")),
+    ("gym/ether0__example_rollouts_materialized_inputs.jsonl", Some("gym")),
+    ("gym/ether0__example_rollouts_reward_profiling.jsonl", Some("gym")),
+    ("gym/example_multi_turn_gymnasium__example_rollouts.jsonl", Some("gym")),
+    ("gym/example_session_state_mgmt__example_rollouts.jsonl", Some("gym")),
+    ("gym/example_single_tool_call__example_rollouts.jsonl", Some("gym")),
+    ("gym/example_tool_call_multireward__example_rollouts.jsonl", Some("gym")),
+    ("gym/gdpval__example_rollouts.jsonl", Some("gym")),
+    ("gym/graphwalks__example_rollouts.jsonl", Some("gym")),
+    ("gym/grl_sokoban__example_rollouts.jsonl", Some("gym")),
+    ("gym/gymnasium__example_rollouts.jsonl", Some("gym")),
+    ("gym/hermes_agent__example_math_rollouts.jsonl", Some("gym")),
+    ("gym/mini_swe_agent_2__example_rollouts.jsonl", Some("gym")),
+    ("gym/mrcr__example_rollouts.jsonl", Some("gym")),
+    ("gym/multichallenge__example_rollouts.jsonl", Some("gym")),
+    ("gym/openair_congestion__example_rollouts.jsonl", Some("gym")),
+    ("gym/ruler__example_rollouts.jsonl", Some("gym")),
+    ("gym/tau2__example_rollouts.jsonl", Some("gym")),
+    ("gym/tavily_search__example_rollouts.jsonl", Some("gym")),
+    ("gym/toolsandbox__example_rollouts.jsonl", Some("gym")),
+    ("inspect/scorer_logs__2025-02-11T15-17-00-05-00_popularity_dPiJifoWeEQBrfWsAopzWr.eval", Some("inspect")),
+    ("inspect/scorer_logs__2025-02-11T15-18-04-05-00_popularity_mj7khqpMM4GBCfVQozKgzB.eval", Some("inspect")),
+    ("inspect/test_eval_log__log_formats.json", Some("inspect")),
+    ("inspect/test_eval_log__log_images.json", Some("inspect")),
+    ("inspect/test_eval_log__log_message_deduplication.eval", Some("inspect")),
+    ("inspect/test_eval_log__log_read_sample.eval", Some("inspect")),
+    ("inspect/test_eval_log__log_read_sample.json", Some("inspect")),
+    ("inspect/test_eval_log__log_streaming.eval", Some("inspect")),
+    ("inspect/test_eval_log__log_tool_call_error.json", Some("inspect")),
+    ("inspect/test_eval_set__2024-08-29T15-11-18+00-00_popularity_5EAmX6wjMFqea6WY7XHzZp.json", Some("inspect")),
+    ("inspect/test_logs__2025-05-12T20-27-36-04-00_browser.json", Some("inspect")),
+    ("inspect/test_logs__2025-05-12T20-28-13-04-00_no-samples.json", Some("inspect")),
+    ("inspect/test_logs__2025-05-12T20-28-13-04-00_popularity.json", Some("inspect")),
+    ("inspect/test_logs__2025-05-12T20-28-26-04-00_security-guide.json", Some("inspect")),
+    ("inspect/test_logs_choices__mmlu-summary-choices.eval", Some("inspect")),
+    ("mini_swe_agent/github_issue.traj.json", Some("mini-swe-agent")),
+    ("mini_swe_agent/results.json", Some("mini-swe-agent")),
+    ("nebius_swe_agent/adp_nebius_sample_raw.json", Some("nebius")),
+    ("openhands_eval_output/output.jsonl", Some("openhands")),
+    ("openhands_events/basic.json", Some("openhands")),
+    ("openhands_events/basic_interactions.json", Some("openhands")),
+    ("swe_agent_traj/all_preds.jsonl", Some("swe-agent")),
+    ("swe_agent_traj/function_calling_simple.traj", Some("swe-agent")),
+    ("swe_agent_traj/pydicom__pydicom-1458.traj", Some("swe-agent")),
+    ("swe_gym_openhands/adp_swe-gym_sample_raw.json", Some("swe-gym")),
+    ("swe_smith/adp_swe-smith_sample_raw.json", Some("swe-smith")),
+    ("swe_smith/ft_xml_example.jsonl", Some("swe-smith")),
+    ("swe_smith/pandas-dev__pandas.95280573.pr_53856.report.json", Some("swe-agent")),
+    ("swe_smith/pandas-dev__pandas.95280573.pr_53856.traj", Some("swe-agent")),
+    ("swe_smith/run_evaluation.report.json", Some("swe-agent")),
+    ("tau2/2025-08-10T02:44:06.496849_telecom_llm_agent_gpt-4o_user_simulator_gpt-4o.json", Some("tau2")),
+    ("tau_bench_v1/tb_airline.json", Some("tau-bench")),
+    ("terminal_bench_harbor/example_output.jsonl", Some("gym")),
+    ("toolbench/10_ChatGPT_DFS_woFilter_w2.json", Some("toolbench")),
+    ("toolbench/G1_query.json", Some("toolbench")),
+];
+
+#[test]
+fn a_mixed_tree_of_every_family_is_detected_file_by_file() {
+    let root = real("");
+    let c = read(&[root.clone()]);
+    let prefix = format!("{}/", root.display().to_string().trim_end_matches('/'));
+    let got: Vec<(String, Option<String>)> = c
+        .reports
+        .iter()
+        .map(|r| {
+            let rel = r.path.strip_prefix(&prefix).unwrap_or(&r.path).to_string();
+            (rel, r.format.clone())
+        })
+        .collect();
+    let want: Vec<(String, Option<String>)> =
+        FORMATS.iter().map(|(p, f)| (p.to_string(), f.map(str::to_string))).collect();
+    assert_eq!(got, want);
+    // Files that no reader claims say so; every other file was read without a file error.
+    for r in &c.reports {
+        match &r.format {
+            None => assert!(r.error.as_deref().is_some_and(|e| e.contains("not a recognised")), "{}", r.path),
+            Some(_) => assert!(r.error.is_none(), "{}: {:?}", r.path, r.error),
+        }
+    }
+}
