@@ -118,7 +118,7 @@ const FORMATS: &[(&str, Option<&str>)] = &[
 #[test]
 fn a_mixed_tree_of_every_family_is_detected_file_by_file() {
     let root = real("");
-    let c = read(&[root.clone()]);
+    let c = read(std::slice::from_ref(&root));
     let prefix = format!("{}/", root.display().to_string().trim_end_matches('/'));
     let got: Vec<(String, Option<String>)> = c
         .reports
