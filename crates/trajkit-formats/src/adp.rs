@@ -124,7 +124,10 @@ fn synthetic_id(i: usize) -> String {
     format!("adp-action-{i}")
 }
 
-/// Steps of a standardized trajectory, one per content item.
+/// Steps of a standardized trajectory, one per content item. A user step after the first
+/// assistant step has unknown authorship, as in the SFT view: OpenHands' automatic "Please
+/// continue working on the task..." replies are converted as `source: user` observations,
+/// and nothing in the record tells them from a person's follow-up.
 fn standard_steps(content: Vec<Value>) -> Result<Vec<Step>, Problem> {
     let mut steps = Vec::with_capacity(content.len());
     // Id of the call made by the item right before, when it was an api or code action.
@@ -162,6 +165,10 @@ fn standard_steps(content: Vec<Value>) -> Result<Vec<Step>, Problem> {
                 ))
             }
         };
+        let mut step = step;
+        if step.role == Role::User && steps.iter().any(|s: &Step| s.role == Role::Assistant) {
+            step.authorship = Authorship::Unknown;
+        }
         steps.push(step);
     }
     Ok(steps)

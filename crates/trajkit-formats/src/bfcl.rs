@@ -176,7 +176,6 @@ fn result_row(mut row: Map<String, Value>, raw: &RawRecord, file: &InputFile) ->
         }
     }
     tokens.put_back(&mut row);
-    let category = id.rsplit_once('_').map(|(c, _)| c.to_string());
     let task = Task {
         environment: Some(FAMILY.into()),
         id: Some(id.clone()),
@@ -187,9 +186,6 @@ fn result_row(mut row: Map<String, Value>, raw: &RawRecord, file: &InputFile) ->
         key: format!("{FAMILY}/{id}"),
         key_source: TaskKeySource::Explicit,
     };
-    if let Some(c) = category {
-        row.insert("test_category".into(), Value::String(c));
-    }
     Ok(Trajectory {
         agent: Agent { model: model_of(&file.fs_path), name: None, version: None },
         content_digest: String::new(),
@@ -226,28 +222,27 @@ fn model_of(path: &Path) -> Option<String> {
 }
 
 /// Per-turn, per-step token counts and latency (`[[..], ..]`), handed out to assistant
-/// steps. When the shapes do not line up the figures stay in `extra`.
+/// steps. A list goes back to `extra` whole (under its source name) unless every one of its
+/// figures was placed on a step: when the shapes do not line up, a turn or step has no
+/// assistant entry, or a count is not a whole number, nothing is lost.
 struct TokenTable {
     input: Option<Value>,
     output: Option<Value>,
     latency: Option<Value>,
-    used: bool,
+    /// `(turn, step)` of the figures placed, per list (input, output, latency).
+    placed: [std::collections::BTreeSet<(usize, usize)>; 3],
 }
 
 impl TokenTable {
     fn take(row: &mut Map<String, Value>) -> Self {
         let nested = |v: Option<&Value>| v.and_then(Value::as_array).is_some_and(|t| t.iter().all(Value::is_array));
         let ok = nested(row.get("input_token_count")) && nested(row.get("output_token_count"));
+        let placed = Default::default();
         if !ok {
-            return TokenTable { input: None, output: None, latency: None, used: false };
+            return TokenTable { input: None, output: None, latency: None, placed };
         }
         let latency = if nested(row.get("latency")) { row.remove("latency") } else { None };
-        TokenTable {
-            input: row.remove("input_token_count"),
-            output: row.remove("output_token_count"),
-            latency,
-            used: false,
-        }
+        TokenTable { input: row.remove("input_token_count"), output: row.remove("output_token_count"), latency, placed }
     }
 
     fn at(v: &Option<Value>, turn: usize, step: usize) -> Option<&Value> {
@@ -265,6 +260,13 @@ impl TokenTable {
         let mut extra = Extra::new();
         if let Some(l) = Self::at(&self.latency, turn, step) {
             extra.insert("latency".into(), l.clone());
+            self.placed[2].insert((turn, step));
+        }
+        if prompt.is_some() {
+            self.placed[0].insert((turn, step));
+        }
+        if completion.is_some() {
+            self.placed[1].insert((turn, step));
         }
         let m = Metrics {
             cached_tokens: None,
@@ -273,19 +275,21 @@ impl TokenTable {
             extra,
             prompt_tokens: prompt,
         };
-        self.used |= !m.is_empty();
         (!m.is_empty()).then_some(m)
     }
 
-    /// The lists go back to `extra` unless they were handed out.
+    /// Each list goes back to `extra` unless all of its figures were placed.
     fn put_back(self, row: &mut Map<String, Value>) {
-        if self.used {
-            return;
-        }
-        for (k, v) in
-            [("input_token_count", self.input), ("output_token_count", self.output), ("latency", self.latency)]
-        {
-            if let Some(v) = v {
+        let lists = [("input_token_count", self.input), ("output_token_count", self.output), ("latency", self.latency)];
+        for ((k, v), placed) in lists.into_iter().zip(&self.placed) {
+            let Some(v) = v else { continue };
+            let all_placed = v.as_array().is_some_and(|turns| {
+                turns
+                    .iter()
+                    .enumerate()
+                    .all(|(t, steps)| steps.as_array().is_some_and(|s| (0..s.len()).all(|n| placed.contains(&(t, n)))))
+            });
+            if !all_placed {
                 row.insert(k.into(), v);
             }
         }
@@ -479,10 +483,15 @@ fn text_call(text: &str, id: String) -> ToolCall {
 mod py {
     use serde_json::{Map, Number, Value};
 
+    /// Deepest nesting of lists, tuples and dicts parsed (serde_json's limit); deeper text
+    /// is not parsed (the call keeps its text verbatim, `arguments_invalid`).
+    pub const MAX_DEPTH: usize = 128;
+
     /// `a=1, b='x'` into an object; `None` on anything else (positional arguments,
-    /// expressions).
+    /// expressions, nesting deeper than [`MAX_DEPTH`], string escapes Python would not
+    /// accept or that name no Unicode scalar value).
     pub fn kwargs(s: &str) -> Option<Map<String, Value>> {
-        let mut p = P { b: s.as_bytes(), i: 0 };
+        let mut p = P { b: s.as_bytes(), i: 0, depth: 0 };
         let mut out = Map::new();
         p.ws();
         while p.i < p.b.len() {
@@ -510,6 +519,8 @@ mod py {
     struct P<'a> {
         b: &'a [u8],
         i: usize,
+        /// Open lists, tuples and dicts around the current position.
+        depth: usize,
     }
 
     impl P<'_> {
@@ -532,49 +543,60 @@ mod py {
             self.ws();
             match *self.b.get(self.i)? {
                 b'\'' | b'"' => self.string().map(Value::String),
-                b'[' | b'(' => {
-                    let close = if self.b[self.i] == b'[' { b']' } else { b')' };
-                    self.i += 1;
-                    let mut items = Vec::new();
-                    loop {
-                        self.ws();
-                        if self.eat(close) {
-                            return Some(Value::Array(items));
-                        }
-                        items.push(self.value()?);
-                        self.ws();
-                        if !self.eat(b',') {
-                            self.ws();
-                            return self.eat(close).then_some(Value::Array(items));
-                        }
+                open @ (b'[' | b'(' | b'{') => {
+                    if self.depth >= MAX_DEPTH {
+                        return None;
                     }
-                }
-                b'{' => {
+                    self.depth += 1;
                     self.i += 1;
-                    let mut m = Map::new();
-                    loop {
-                        self.ws();
-                        if self.eat(b'}') {
-                            return Some(Value::Object(m));
-                        }
-                        let k = match self.value()? {
-                            Value::String(s) => s,
-                            other => other.to_string(),
-                        };
-                        self.ws();
-                        if !self.eat(b':') {
-                            return None;
-                        }
-                        let v = self.value()?;
-                        m.insert(k, v);
-                        self.ws();
-                        if !self.eat(b',') {
-                            self.ws();
-                            return self.eat(b'}').then_some(Value::Object(m));
-                        }
-                    }
+                    let v = if open == b'{' { self.dict() } else { self.list(if open == b'[' { b']' } else { b')' }) };
+                    self.depth -= 1;
+                    v
                 }
                 _ => self.atom(),
+            }
+        }
+
+        /// The items of a list or tuple after its opening bracket.
+        fn list(&mut self, close: u8) -> Option<Value> {
+            let mut items = Vec::new();
+            loop {
+                self.ws();
+                if self.eat(close) {
+                    return Some(Value::Array(items));
+                }
+                items.push(self.value()?);
+                self.ws();
+                if !self.eat(b',') {
+                    self.ws();
+                    return self.eat(close).then_some(Value::Array(items));
+                }
+            }
+        }
+
+        /// The entries of a dict after its `{`.
+        fn dict(&mut self) -> Option<Value> {
+            let mut m = Map::new();
+            loop {
+                self.ws();
+                if self.eat(b'}') {
+                    return Some(Value::Object(m));
+                }
+                let k = match self.value()? {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                self.ws();
+                if !self.eat(b':') {
+                    return None;
+                }
+                let v = self.value()?;
+                m.insert(k, v);
+                self.ws();
+                if !self.eat(b',') {
+                    self.ws();
+                    return self.eat(b'}').then_some(Value::Object(m));
+                }
             }
         }
 
@@ -597,10 +619,27 @@ mod py {
             }
         }
 
+        /// `n` hex digits as a number.
+        fn hex(&mut self, n: usize) -> Option<u32> {
+            let digits = self.b.get(self.i..self.i + n)?;
+            let text = std::str::from_utf8(digits).ok()?;
+            if !text.bytes().all(|c| c.is_ascii_hexdigit()) {
+                return None;
+            }
+            self.i += n;
+            u32::from_str_radix(text, 16).ok()
+        }
+
+        /// A quoted string with Python's escapes (`\\`, `\'`, `\"`, `\a` `\b` `\f` `\n` `\r`
+        /// `\t` `\v`, `\<newline>`, octal `\ooo`, `\xhh`, `\uhhhh`, `\Uhhhhhhhh`; an unknown
+        /// escape keeps its backslash, as Python does). `None` when an escape is malformed,
+        /// names no Unicode scalar value (a lone surrogate), or is `\N{...}` (named
+        /// characters are not resolved): the caller then keeps the call's text verbatim.
         fn string(&mut self) -> Option<String> {
             let quote = self.b[self.i];
             self.i += 1;
             let mut out: Vec<u8> = Vec::new();
+            let push = |out: &mut Vec<u8>, c: char| out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
             while let Some(&c) = self.b.get(self.i) {
                 self.i += 1;
                 match c {
@@ -608,10 +647,36 @@ mod py {
                         let e = *self.b.get(self.i)?;
                         self.i += 1;
                         match e {
+                            b'\\' | b'\'' | b'"' => out.push(e),
+                            b'\n' => {}
+                            b'a' => out.push(0x07),
+                            b'b' => out.push(0x08),
+                            b'f' => out.push(0x0c),
                             b'n' => out.push(b'\n'),
-                            b't' => out.push(b'\t'),
                             b'r' => out.push(b'\r'),
-                            other => out.push(other),
+                            b't' => out.push(b'\t'),
+                            b'v' => out.push(0x0b),
+                            b'0'..=b'7' => {
+                                let mut v = u32::from(e - b'0');
+                                for _ in 0..2 {
+                                    match self.b.get(self.i) {
+                                        Some(&d @ b'0'..=b'7') => {
+                                            v = v * 8 + u32::from(d - b'0');
+                                            self.i += 1;
+                                        }
+                                        _ => break,
+                                    }
+                                }
+                                push(&mut out, char::from_u32(v)?);
+                            }
+                            b'x' => push(&mut out, char::from_u32(self.hex(2)?)?),
+                            b'u' => push(&mut out, char::from_u32(self.hex(4)?)?),
+                            b'U' => push(&mut out, char::from_u32(self.hex(8)?)?),
+                            b'N' => return None,
+                            other => {
+                                out.push(b'\\');
+                                out.push(other);
+                            }
                         }
                     }
                     c if c == quote => return String::from_utf8(out).ok(),
@@ -632,6 +697,39 @@ mod py {
             assert_eq!(m, Some(json!({"a": "x, y", "b": [1, 2.5], "c": {"k": null}, "d": true})));
             assert_eq!(super::kwargs("'positional'"), None);
             assert_eq!(super::kwargs(""), Some(serde_json::Map::new()));
+        }
+
+        /// Synthetic: nesting deeper than the cap is not parsed (no recursion without
+        /// bound: 5000 levels used to overflow the stack), at the cap it is.
+        #[test]
+        fn nesting_is_capped() {
+            let deep = |n: usize| format!("a={}{}", "[".repeat(n), "]".repeat(n));
+            assert_eq!(super::kwargs(&deep(5000)), None);
+            assert_eq!(super::kwargs(&deep(super::MAX_DEPTH + 1)), None);
+            let mut want = json!([]);
+            for _ in 1..super::MAX_DEPTH {
+                want = json!([want]);
+            }
+            assert_eq!(super::kwargs(&deep(super::MAX_DEPTH)).map(serde_json::Value::Object), Some(json!({"a": want})));
+            let mixed = format!("a={}1{}", "({[".repeat(20), "]})".repeat(20));
+            assert!(super::kwargs(&mixed).is_none(), "dict keys need a colon: not a literal");
+        }
+
+        /// Synthetic: Python's string escapes (values checked with CPython's
+        /// `ast.literal_eval`).
+        #[test]
+        fn python_escapes() {
+            let one = |s: &str| super::kwargs(&format!("a={s}")).and_then(|m| m.get("a").cloned());
+            assert_eq!(one(r"'caf\u00e9'"), Some(json!("café")));
+            assert_eq!(one(r"'\x41\x42'"), Some(json!("AB")));
+            assert_eq!(one(r"'\U0001F600'"), Some(json!("\u{1F600}")));
+            assert_eq!(one(r"'\101\0\7'"), Some(json!("A\u{0}\u{7}")));
+            assert_eq!(one(r#"'it\'s \"q\" \\ \a\b\f\v'"#), Some(json!("it's \"q\" \\ \u{7}\u{8}\u{c}\u{b}")));
+            assert_eq!(one("'a\\\nb'"), Some(json!("ab")), "backslash-newline continues the line");
+            assert_eq!(one(r"'C:\data\d'"), Some(json!("C:\\data\\d")), "unknown escapes keep the backslash");
+            assert_eq!(one(r"'\x4'"), None, "malformed");
+            assert_eq!(one(r"'\ud800'"), None, "a lone surrogate is no Unicode scalar value");
+            assert_eq!(one(r"'\N{DASH}'"), None, "named escapes are not resolved");
         }
     }
 }

@@ -58,7 +58,11 @@ pub fn logical_name(path: &Path) -> String {
 /// True when a file name looks like something trajkit reads.
 fn is_candidate(path: &Path) -> bool {
     let name = logical_name(path);
-    name.ends_with(".json") || name.ends_with(".jsonl") || name.ends_with(".traj") || name.ends_with(".eval")
+    name.ends_with(".json")
+        || name.ends_with(".jsonl")
+        || name.ends_with(".traj")
+        || name.ends_with(".eval")
+        || name.ends_with(".parquet")
 }
 
 /// Expands arguments into input files: directories recursively (sorted, candidate

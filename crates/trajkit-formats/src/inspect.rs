@@ -5,7 +5,8 @@
 //! One sample (one epoch of one dataset sample) is one trajectory. A sample alone does not
 //! name its task or model: those live in the log header. So each record handed to
 //! `read_record` is an envelope built by `expand_document`:
-//! `{"log": {"version", "status", "eval", "plan"}, "sample": <the sample's bytes verbatim>}`.
+//! `{"log": {<every top-level log field but the aggregates>}, "sample": <the sample's bytes
+//! verbatim>}`, streamed one sample at a time.
 //! See docs/formats/inspect.md for the mapping, task-key and outcome rules.
 
 use std::collections::BTreeMap;
@@ -29,8 +30,17 @@ pub struct InspectReader;
 
 const ZIP_MAGIC: &[u8] = b"PK\x03\x04";
 
-/// Header fields copied into every record's envelope, in this order.
-const HEADER_KEYS: [&str; 4] = ["version", "status", "eval", "plan"];
+/// Top-level log fields not copied into records' envelopes: `samples` (the records
+/// themselves) and the aggregates of the whole eval (`results`: the scorers' metrics over
+/// all samples, `stats`: timing and usage totals, `reductions`: per-sample score
+/// reductions across epochs), which are no part of one sample's run and would repeat in
+/// every record. Every other top-level field (`version`, `status`, `eval`, `plan`,
+/// `error`, `invalidated`, `location`, ...) goes into every envelope.
+const EXCLUDED_LOG_KEYS: [&str; 4] = ["samples", "results", "stats", "reductions"];
+
+/// Largest decompressed archive member read (a bound against zip bombs: the member's
+/// declared size is not trusted).
+const MAX_MEMBER_BYTES: u64 = 1 << 30;
 
 impl Reader for InspectReader {
     fn name(&self) -> &'static str {
@@ -70,11 +80,11 @@ impl Reader for InspectReader {
         }
     }
 
-    fn expand_document(&self, bytes: &[u8]) -> Option<Result<Vec<Vec<u8>>, String>> {
+    fn expand_document(&self, bytes: &[u8], emit: &mut dyn FnMut(Vec<u8>) -> bool) -> Option<Result<(), String>> {
         if bytes.starts_with(ZIP_MAGIC) {
-            return Some(expand_eval(bytes));
+            return Some(expand_eval(bytes, emit));
         }
-        expand_json(bytes)
+        expand_json(bytes, emit)
     }
 
     fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
@@ -108,66 +118,82 @@ fn envelope(header: &[(&str, &[u8])], sample: &[u8]) -> Vec<u8> {
     out
 }
 
-/// The header fields (`HEADER_KEYS`) of a top-level object, as verbatim slices.
-fn header_fields<'a>(bytes: &'a [u8], members: &[(String, Range<usize>)]) -> Vec<(&'static str, &'a [u8])> {
-    HEADER_KEYS
-        .iter()
-        .filter_map(|k| members.iter().find(|(key, _)| key == k).map(|(_, r)| (*k, &bytes[r.clone()])))
-        .collect()
+/// The header fields of a top-level object (every member but `EXCLUDED_LOG_KEYS`), as
+/// verbatim slices in document order; a key repeated in the document is kept once (its
+/// last value, as a JSON parser reads it).
+fn header_fields<'a>(bytes: &'a [u8], members: &'a [(String, Range<usize>)]) -> Vec<(&'a str, &'a [u8])> {
+    let mut out: Vec<(&str, &[u8])> = Vec::new();
+    for (k, r) in members.iter().filter(|(k, _)| !EXCLUDED_LOG_KEYS.contains(&k.as_str())) {
+        let Some(v) = bytes.get(r.clone()) else { continue };
+        out.retain(|(seen, _)| *seen != k.as_str());
+        out.push((k.as_str(), v));
+    }
+    out
 }
 
-/// A `.json` log: one envelope per element of `samples`. `None` (the whole document is
-/// then read as one record and rejected with the reason) when the document is not a
-/// complete object or `samples` is not a complete list.
-fn expand_json(bytes: &[u8]) -> Option<Result<Vec<Vec<u8>>, String>> {
+/// A `.json` log: one envelope per element of `samples`, handed to `emit` in order.
+/// `None` (the whole document is then read as one record and rejected with the reason)
+/// when the document is not a complete object or `samples` is not a complete list.
+fn expand_json(bytes: &[u8], emit: &mut dyn FnMut(Vec<u8>) -> bool) -> Option<Result<(), String>> {
     let (members, complete) = object_members(bytes);
     if !complete {
         return None;
     }
-    let header = header_fields(bytes, &members);
-    let Some((_, samples)) = members.iter().find(|(k, _)| k == "samples") else {
-        return Some(Ok(Vec::new()));
+    let Some((_, samples)) = members.iter().rev().find(|(k, _)| k == "samples") else {
+        return Some(Ok(()));
     };
-    let list = &bytes[samples.clone()];
+    let list = bytes.get(samples.clone())?;
     if list == b"null" {
-        return Some(Ok(Vec::new()));
+        return Some(Ok(()));
     }
     let elements = array_elements(list)?;
-    Some(Ok(elements.into_iter().map(|r| envelope(&header, &list[r])).collect()))
+    let header = header_fields(bytes, &members);
+    for r in elements {
+        let Some(sample) = list.get(r) else { continue };
+        if !emit(envelope(&header, sample)) {
+            break;
+        }
+    }
+    Some(Ok(()))
 }
 
-/// A `.eval` archive: one envelope per `samples/*.json` member, in archive order. The
-/// header comes from `header.json` (written when the eval ends), else from
-/// `_journal/start.json` (a log still running or interrupted).
-fn expand_eval(bytes: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+/// A `.eval` archive: one envelope per `samples/*.json` member, in archive order, handed
+/// to `emit` one at a time (one decompressed member is held at a time). The header comes
+/// from `header.json` (written when the eval ends), else from `_journal/start.json` (a
+/// log still running or interrupted).
+fn expand_eval(bytes: &[u8], emit: &mut dyn FnMut(Vec<u8>) -> bool) -> Result<(), String> {
     let mut zip =
         zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(|e| format!("not a readable .eval archive: {e}"))?;
-    let names: Vec<String> = zip.file_names().map(str::to_string).collect();
-    let index_of = |wanted: &str| names.iter().position(|n| n == wanted);
-    let header_bytes = match index_of("header.json").or_else(|| index_of("_journal/start.json")) {
-        Some(i) => Some(read_member(&mut zip, i)?),
-        None => None,
+    let header_index = zip.index_for_name("header.json").or_else(|| zip.index_for_name("_journal/start.json"));
+    let header_bytes = match header_index {
+        Some(i) => read_member(&mut zip, i)?,
+        None => Vec::new(),
     };
-    let header_bytes = header_bytes.unwrap_or_default();
     let (members, _) = object_members(&header_bytes);
     let header = header_fields(&header_bytes, &members);
-    let mut out = Vec::new();
     for i in 0..zip.len() {
         let is_sample = zip.name_for_index(i).is_some_and(|n| n.starts_with("samples/") && n.ends_with(".json"));
         if !is_sample {
             continue;
         }
         let sample = read_member(&mut zip, i)?;
-        out.push(envelope(&header, &sample));
+        if !emit(envelope(&header, &sample)) {
+            break;
+        }
     }
-    Ok(out)
+    Ok(())
 }
 
-/// The decompressed bytes of archive member `i`.
+/// The decompressed bytes of archive member `i`, read into a buffer that grows with the
+/// bytes actually read (the declared size is not trusted), at most `MAX_MEMBER_BYTES`.
 fn read_member(zip: &mut zip::ZipArchive<std::io::Cursor<&[u8]>>, i: usize) -> Result<Vec<u8>, String> {
-    let mut f = zip.by_index(i).map_err(|e| format!("archive member {i}: {e}"))?;
-    let mut out = Vec::with_capacity(usize::try_from(f.size()).unwrap_or(0).min(1 << 30));
-    f.read_to_end(&mut out).map_err(|e| format!("archive member {}: {e}", f.name()))?;
+    let f = zip.by_index(i).map_err(|e| format!("archive member {i}: {e}"))?;
+    let name = f.name().to_string();
+    let mut out = Vec::new();
+    f.take(MAX_MEMBER_BYTES + 1).read_to_end(&mut out).map_err(|e| format!("archive member {name}: {e}"))?;
+    if out.len() as u64 > MAX_MEMBER_BYTES {
+        return Err(format!("archive member {name}: more than {MAX_MEMBER_BYTES} bytes decompressed"));
+    }
     Ok(out)
 }
 
@@ -397,10 +423,13 @@ fn map_sample(
     if let Some(spec) = spec {
         extra.insert("eval".into(), Value::Object(spec));
     }
+    // The header's `eval`, `plan` (and a `version` that is no version string) keep their
+    // names; every other log field is named `log_<name>` (a sample has fields of the same
+    // names: `error`, ...).
     for (k, v) in log {
         let name = match k.as_str() {
-            "status" => "log_status".to_string(),
-            _ => k,
+            "eval" | "plan" | "version" => k,
+            _ => format!("log_{k}"),
         };
         extra.insert(name, v);
     }
@@ -668,6 +697,46 @@ mod tests {
         assert_eq!(object_members(b"{}"), (vec![], true));
         assert!(!object_members(b"[1]").1);
         assert!(!object_members(br#"{"a": 1} x"#).1);
+    }
+
+    /// Synthetic archive: the header's fields but the aggregates go into every envelope,
+    /// samples are emitted one at a time and the expansion stops when `emit` says so.
+    #[test]
+    fn eval_archives_stream_samples_with_the_header() {
+        use std::io::Write;
+        let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let opts = zip::write::SimpleFileOptions::default();
+        let header = br#"{"version":2,"status":"error","eval":{"task":"t"},"plan":{},"results":{"r":1},"stats":{},"error":{"message":"x"},"invalidated":false}"#;
+        let members: [(&str, &[u8]); 4] = [
+            ("_journal/start.json", b"{}"),
+            ("samples/1_epoch_1.json", br#"{"id":1}"#),
+            ("header.json", header),
+            ("samples/2_epoch_1.json", br#"{"id":2}"#),
+        ];
+        for (name, bytes) in members {
+            w.start_file(name, opts).ok();
+            w.write_all(bytes).ok();
+        }
+        let zip = w.finish().map(|c| c.into_inner()).unwrap_or_default();
+        let mut got: Vec<Vec<u8>> = Vec::new();
+        let result = expand_eval(&zip, &mut |b| {
+            got.push(b);
+            true
+        });
+        assert_eq!(result, Ok(()));
+        let head = r#"{"log":{"version":2,"status":"error","eval":{"task":"t"},"plan":{},"error":{"message":"x"},"invalidated":false},"sample":"#;
+        let want: Vec<Vec<u8>> =
+            [r#"{"id":1}"#, r#"{"id":2}"#].iter().map(|s| format!("{head}{s}}}").into_bytes()).collect();
+        assert_eq!(got, want);
+        let mut n = 0;
+        assert_eq!(
+            expand_eval(&zip, &mut |_| {
+                n += 1;
+                false
+            }),
+            Ok(())
+        );
+        assert_eq!(n, 1, "stops at the first refusal");
     }
 
     #[test]

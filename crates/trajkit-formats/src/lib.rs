@@ -20,6 +20,7 @@ pub mod mini_swe_agent;
 pub mod nebius;
 pub mod openhands;
 pub mod outcomes;
+pub mod parquet;
 pub mod pipeline;
 pub mod reader;
 pub mod registry;

@@ -58,6 +58,8 @@ struct Plan {
     report: FileReport,
     /// Standard input, already opened for the peek.
     stdin: Option<Box<dyn BufRead + Send>>,
+    /// A Parquet file: its rows are the records (see `crate::parquet`), whatever `layout`.
+    parquet: bool,
 }
 
 /// Records read in one go, possibly from many files: their bytes live in one buffer
@@ -94,11 +96,14 @@ struct OwnedRecord {
     range: std::ops::Range<usize>,
     line: Option<u64>,
     document_index: Option<u64>,
+    /// Set when the producer could not make the record's bytes (a Parquet row with a value
+    /// JSON cannot hold): the record is rejected with it without being read.
+    problem: Option<Problem>,
 }
 
 /// What the producer thread needs per file: the file, its reader when it is to be read,
-/// its layout, and standard input when that is the file.
-type ProducerJob = (InputFile, Option<&'static dyn Reader>, Layout, Option<Box<dyn BufRead + Send>>);
+/// its layout, standard input when that is the file, and whether it is Parquet.
+type ProducerJob = (InputFile, Option<&'static dyn Reader>, Layout, Option<Box<dyn BufRead + Send>>, bool);
 
 /// Reads every file, calling the sink in input order; returns one report per file.
 pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -> Result<Vec<FileReport>, FormatError> {
@@ -119,15 +124,16 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
         .iter_mut()
         .map(|p| {
             let wanted = p.report.part_of.is_none() && p.report.error.is_none();
-            (p.file.clone(), p.reader.filter(|_| wanted), p.layout, p.stdin.take())
+            (p.file.clone(), p.reader.filter(|_| wanted), p.layout, p.stdin.take(), p.parquet)
         })
         .collect();
     let stage_jobs: Vec<(Option<&'static dyn Reader>, InputFile)> =
         plans.iter().map(|p| (p.reader, p.file.clone())).collect();
     let producer = std::thread::spawn(move || {
         let mut out = Producer { tx, recycled: recycle_rx, batch: Batch::with_capacity() };
-        for (idx, (file, reader, layout, stdin)) in producer_plans.into_iter().enumerate() {
+        for (idx, (file, reader, layout, stdin, parquet)) in producer_plans.into_iter().enumerate() {
             let err = match reader {
+                Some(_) if parquet => out.parquet(idx, &file).err(),
                 Some(reader) => out.file(idx, &file, reader, layout, stdin).err(),
                 None => None,
             };
@@ -200,7 +206,14 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
 /// Detects the file's format (or applies the forced one).
 fn plan(file: InputFile, forced: Option<&'static dyn Reader>) -> Plan {
     let mut report = FileReport::new(&file.display, None);
-    let mut plan = Plan { layout: Layout::Document, reader: None, report: FileReport::default(), stdin: None, file };
+    let mut plan = Plan {
+        layout: Layout::Document,
+        reader: None,
+        report: FileReport::default(),
+        stdin: None,
+        parquet: false,
+        file,
+    };
     let mut reader = match input::open(&plan.file) {
         Ok(r) => r,
         Err(e) => {
@@ -220,6 +233,24 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>) -> Plan {
             return plan;
         }
     }
+    let mut name = input::logical_name(&plan.file.fs_path);
+    // Parquet is a container: detection runs on its first rows written as JSON Lines.
+    if crate::parquet::is_parquet(&name, &peek) {
+        let rows = match plan.file.is_stdin() {
+            true => Err("Parquet cannot be read from standard input (it needs a file)".to_string()),
+            false => crate::parquet::peek_rows(&plan.file.fs_path),
+        };
+        match rows {
+            Ok(rows) => peek = rows,
+            Err(e) => {
+                report.error = Some(format!("{}: {}", plan.file.display, e));
+                plan.report = report;
+                return plan;
+            }
+        }
+        plan.parquet = true;
+        name = crate::parquet::rows_name(&name);
+    }
     if plan.file.is_stdin() {
         plan.stdin = Some(Box::new(std::io::Cursor::new(peek.clone()).chain(reader)));
     }
@@ -228,7 +259,6 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>) -> Plan {
         plan.report = report;
         return plan;
     }
-    let name = input::logical_name(&plan.file.fs_path);
     let (first_line, multi) = first_line(&peek);
     let peek = Peek { bytes: &peek, name: &name, first_line: first_line.as_ref(), multi_line_records: multi };
     let generic_layout = if multi || name.ends_with(".jsonl") { Layout::Lines } else { Layout::Document };
@@ -277,8 +307,13 @@ fn first_line(peek: &[u8]) -> (Option<serde_json::Value>, bool) {
 
 /// Marks files that another file's records consume as `part_of` that file.
 fn mark_consumed(plans: &mut [Plan]) {
-    let jobs: Vec<(usize, &InputFile, &'static dyn Reader, Layout)> =
-        plans.iter().enumerate().filter_map(|(i, p)| p.reader.map(|r| (i, &p.file, r, p.layout))).collect();
+    // Parquet rows reference no files (and the readers would read the file as JSON).
+    let jobs: Vec<(usize, &InputFile, &'static dyn Reader, Layout)> = plans
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| !p.parquet)
+        .filter_map(|(i, p)| p.reader.map(|r| (i, &p.file, r, p.layout)))
+        .collect();
     let refs: Vec<(usize, Vec<PathBuf>)> =
         jobs.into_par_iter().map(|(i, f, r, l)| (i, r.referenced_files(f, l))).filter(|(_, v)| !v.is_empty()).collect();
     let mut consumer: HashMap<PathBuf, (String, Option<&'static str>)> = HashMap::new();
@@ -360,20 +395,42 @@ impl Producer {
                 return Err(format!("{}: read failed: {}", file.display, e));
             }
             let end = self.batch.buf.len();
-            // Records that are not byte ranges of the file (zip members): their owned bytes
-            // replace the file's bytes in the batch.
-            if let Some(expanded) = reader_of.expand_document(&self.batch.buf[start..end]) {
-                self.batch.buf.truncate(start);
-                let records = expanded.map_err(|e| format!("{}: {}", file.display, e))?;
-                for (i, bytes) in records.into_iter().enumerate() {
+            // Records that are not byte ranges of the file (zip members): the reader streams
+            // them to `emit` one at a time, and they take the file's place in the batch. The
+            // document is detached from the batch first (moved when the batch held nothing
+            // else, else copied) so that full batches can be sent during the expansion.
+            let doc = if start == 0 { std::mem::take(&mut self.batch.buf) } else { self.batch.buf[start..].to_vec() };
+            let mut emitted = 0u64;
+            let mut stopped = false;
+            let expanded = {
+                let mut emit = |bytes: Vec<u8>| {
+                    if emitted == 0 && start > 0 {
+                        self.batch.buf.truncate(start);
+                    }
                     let at = self.batch.buf.len();
                     self.batch.buf.extend_from_slice(&bytes);
                     let range = at..self.batch.buf.len();
-                    let rec = OwnedRecord { file: idx, range, line: None, document_index: Some(i as u64) };
+                    let rec =
+                        OwnedRecord { file: idx, range, line: None, document_index: Some(emitted), problem: None };
+                    emitted += 1;
                     self.batch.items.push(Item::Record(rec));
-                    self.send_if_full().map_err(|_| String::new())?;
+                    stopped = self.send_if_full().is_err();
+                    !stopped
+                };
+                reader_of.expand_document(&doc, &mut emit)
+            };
+            match expanded {
+                Some(result) => {
+                    if emitted == 0 && start > 0 {
+                        self.batch.buf.truncate(start);
+                    }
+                    if stopped {
+                        return Err(String::new());
+                    }
+                    return result.map_err(|e| format!("{}: {}", file.display, e));
                 }
-                return Ok(());
+                None if start == 0 => self.batch.buf = doc,
+                None => drop(doc),
             }
             let ranges = reader_of.split_document(&self.batch.buf[start..end]).unwrap_or_else(|| {
                 let whole = 0..end - start;
@@ -381,7 +438,7 @@ impl Producer {
             });
             for (i, r) in ranges.into_iter().enumerate() {
                 let range = start + r.start..start + r.end;
-                let rec = OwnedRecord { file: idx, range, line: None, document_index: Some(i as u64) };
+                let rec = OwnedRecord { file: idx, range, line: None, document_index: Some(i as u64), problem: None };
                 self.batch.items.push(Item::Record(rec));
             }
             return self.send_if_full().map_err(|_| String::new());
@@ -442,7 +499,35 @@ impl Producer {
         if buf[range.clone()].iter().all(|b| b.is_ascii_whitespace()) {
             return;
         }
-        self.batch.items.push(Item::Record(OwnedRecord { file: idx, range, line: Some(line), document_index: None }));
+        self.batch.items.push(Item::Record(OwnedRecord {
+            file: idx,
+            range,
+            line: Some(line),
+            document_index: None,
+            problem: None,
+        }));
+    }
+
+    /// Streams a Parquet file's rows, one record each (`document_index` = row index), a
+    /// record batch at a time (`crate::parquet::Rows`): memory holds one decoded batch and
+    /// the batches in flight, never the file.
+    fn parquet(&mut self, idx: usize, file: &InputFile) -> Result<(), String> {
+        use crate::parquet::{Next, Rows};
+        let mut rows = Rows::open(&file.fs_path).map_err(|e| format!("{}: {}", file.display, e))?;
+        loop {
+            let start = self.batch.buf.len();
+            let index = rows.index();
+            let problem = match rows.next_row(&mut self.batch.buf) {
+                Ok(Next::Row) => None,
+                Ok(Next::Unconvertible(p)) => Some(p),
+                Ok(Next::End) => return Ok(()),
+                Err(e) => return Err(format!("{}#{}: {}", file.display, index, e)),
+            };
+            let range = start..self.batch.buf.len();
+            let rec = OwnedRecord { file: idx, range, line: None, document_index: Some(index), problem };
+            self.batch.items.push(Item::Record(rec));
+            self.send_if_full().map_err(|_| String::new())?;
+        }
     }
 
     /// Sends the full batch; the partial line from `tail` on starts the next batch.
@@ -479,6 +564,9 @@ fn process(
     outcomes: Option<&crate::outcomes::OutcomeTable>,
 ) -> Processed {
     let sha: [u8; 32] = Sha256::digest(bytes).into();
+    if let Some(problem) = &rec.problem {
+        return Processed { sha, outcome: Err(vec![problem.clone()]) };
+    }
     let sha_hex = trajkit_model::canonical::hex(&sha);
     let raw = RawRecord { bytes, sha256: &sha_hex, line: rec.line, document_index: rec.document_index };
     // A reader bug must never make a record vanish (or end the run looking successful):
@@ -600,7 +688,7 @@ mod tests {
     #[test]
     fn a_reader_panic_is_a_rejection_not_a_lost_record() {
         let file = InputFile { fs_path: "x.jsonl".into(), display: "x.jsonl".into(), root: PathBuf::new() };
-        let rec = OwnedRecord { file: 0, range: 0..2, line: Some(7), document_index: None };
+        let rec = OwnedRecord { file: 0, range: 0..2, line: Some(7), document_index: None, problem: None };
         let p = process(&Panics, b"{}", &rec, &file, true, false, None);
         let problems = p.outcome.err().expect("rejected");
         assert_eq!(problems[0].reason, Reason::InternalError);

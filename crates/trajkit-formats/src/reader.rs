@@ -100,11 +100,14 @@ pub trait Reader: Send + Sync {
     }
 
     /// For document files whose records are not byte ranges of the file (members of a zip
-    /// archive, or parts that need context from elsewhere in the file): the records as
-    /// owned bytes, each read with `document_index` = its position; its `sha256` is that of
-    /// these bytes. `Err` stops the file with that message (a file-level error). `None`
-    /// (the default) falls back to `split_document`. Asked before `split_document`.
-    fn expand_document(&self, _bytes: &[u8]) -> Option<Result<Vec<Vec<u8>>, String>> {
+    /// archive, or parts that need context from elsewhere in the file): hands the records,
+    /// as owned bytes, to `emit` one at a time (so that only the records in flight are held,
+    /// never all of them); each is read with `document_index` = its position and its
+    /// `sha256` is that of these bytes. `emit` returns false when reading has stopped: the
+    /// reader then returns at once. `Err` stops the file with that message (a file-level
+    /// error; the records emitted before it stand). `None` (the default; nothing may have
+    /// been emitted) falls back to `split_document`. Asked before `split_document`.
+    fn expand_document(&self, _bytes: &[u8], _emit: &mut dyn FnMut(Vec<u8>) -> bool) -> Option<Result<(), String>> {
         None
     }
 

@@ -4,22 +4,22 @@
 //! holding one simulation each).
 //!
 //! A simulation does not carry its domain, agent or task definition: those live in the
-//! document's `info` and `tasks[]`. They are read once per results file into a small
-//! context (see [`context_for`]) so that each simulation can still be read on its own.
+//! document's `info` and `tasks[]`. They are read once per results file into a context
+//! (see [`context_for`]; a few recent results files are cached) so that each simulation
+//! can still be read on its own.
 //! See docs/formats/tau2.md for the mapping, task-key and outcome rules.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::Read;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
-use serde::Deserialize;
 use serde_json::{Map, Value};
 use trajkit_model::{
-    Agent, Extra, Gap, GapKind, Metrics, Outcome, Provenance, Role, Status, Step, Task, TaskKeySource, ToolCall,
-    ToolResult, Trajectory, Verification, SCHEMA_VERSION,
+    Agent, Authorship, Extra, Gap, GapKind, Metrics, Outcome, Provenance, Role, Status, Step, Task, TaskKeySource,
+    ToolCall, ToolResult, Trajectory, Verification, SCHEMA_VERSION,
 };
 
 use crate::gym::link_tool_results;
@@ -284,29 +284,39 @@ pub(crate) struct Context {
     user_model: Option<String>,
     /// The document's `timestamp` and `info`, without its long texts.
     results_info: Extra,
-    /// Task id (as text) → instruction given to the user simulator.
-    instructions: HashMap<String, String>,
-}
-
-/// The parts of a results document the context is built from (`simulations` is skipped
-/// by the parser without being built).
-#[derive(Deserialize)]
-struct ResultsHead {
-    #[serde(default)]
-    timestamp: Option<Value>,
-    #[serde(default)]
-    info: Option<Map<String, Value>>,
-    #[serde(default)]
-    tasks: Option<Vec<Value>>,
+    /// Task id (as text) → the instruction given to the user simulator (when the task has
+    /// a `user_scenario`) and the task's own entry of `tasks[]`, verbatim.
+    tasks: HashMap<String, (Option<String>, Value)>,
 }
 
 type Slot = Arc<OnceLock<Option<Arc<Context>>>>;
 type CacheKey = (PathBuf, u64, Option<SystemTime>);
 
-/// Contexts by results file (path, size, modification time), built once per process.
-fn cache() -> &'static Mutex<HashMap<CacheKey, Slot>> {
-    static CACHE: OnceLock<Mutex<HashMap<CacheKey, Slot>>> = OnceLock::new();
-    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+/// Results files whose contexts are kept. The records of one file arrive together (a
+/// parallel batch may mix a few files), so a handful is enough; an older one is rebuilt
+/// when it is needed again.
+const CACHE_ENTRIES: usize = 8;
+
+/// Contexts of the most recently used results files (path, size, modification time),
+/// most recent last; a file that gives no context is remembered the same way (bounded).
+fn cache() -> &'static Mutex<VecDeque<(CacheKey, Slot)>> {
+    static CACHE: OnceLock<Mutex<VecDeque<(CacheKey, Slot)>>> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(VecDeque::new()))
+}
+
+/// The slot of `key`, made the most recent; the least recent slot beyond
+/// `CACHE_ENTRIES` is dropped (threads still building or using it keep their `Arc`).
+fn slot_for(key: CacheKey) -> Slot {
+    let mut entries = cache().lock().unwrap_or_else(|e| e.into_inner());
+    let slot = match entries.iter().position(|(k, _)| *k == key) {
+        Some(i) => entries.remove(i).map(|(_, s)| s).unwrap_or_default(),
+        None => Slot::default(),
+    };
+    entries.push_back((key, slot.clone()));
+    while entries.len() > CACHE_ENTRIES {
+        entries.pop_front();
+    }
+    slot
 }
 
 /// The context of the simulation records of `file`: its own results document, or in
@@ -318,20 +328,54 @@ pub(crate) fn context_for(file: &InputFile) -> Option<Arc<Context>> {
     }
     let path = dir_layout_results(file).unwrap_or_else(|| file.fs_path.clone());
     let meta = std::fs::metadata(&path).ok()?;
-    let key = (path.clone(), meta.len(), meta.modified().ok());
-    let slot = {
-        let mut map = cache().lock().unwrap_or_else(|e| e.into_inner());
-        map.entry(key).or_default().clone()
-    };
+    let slot = slot_for((path.clone(), meta.len(), meta.modified().ok()));
     slot.get_or_init(|| load_context(&path).map(Arc::new)).clone()
 }
 
-fn load_context(path: &Path) -> Option<Context> {
+/// The members of a results document a context is built from.
+struct ResultsHead {
+    timestamp: Option<Value>,
+    info: Map<String, Value>,
+    tasks: Vec<Value>,
+}
+
+/// The document's `timestamp`, `info` and `tasks` members, read from the start of the file
+/// only as far as needed: tau2 writes them before `simulations`, so the simulations are not
+/// read (or parsed) a second time. Each member is parsed from its own bytes.
+fn results_head(path: &Path) -> Option<ResultsHead> {
     let f = InputFile { fs_path: path.to_path_buf(), display: path.display().to_string(), root: PathBuf::new() };
-    let bytes = input::read_all(&f).ok()?;
-    let head: ResultsHead = serde_json::from_slice(&bytes).ok()?;
-    let tasks = head.tasks?;
-    let mut info = head.info.unwrap_or_default();
+    let mut reader = input::open(&f).ok()?;
+    let mut bytes = Vec::new();
+    let mut limit = HEAD_BYTES;
+    loop {
+        let wanted = limit.saturating_sub(bytes.len() as u64);
+        let n = (&mut reader).take(wanted).read_to_end(&mut bytes).ok()?;
+        let end_of_file = (n as u64) < wanted;
+        let members = object_members(&bytes)?;
+        let tasks_read = members.iter().any(|(k, r)| k == "tasks" && r.is_some());
+        if tasks_read || end_of_file {
+            let member = |name: &str| {
+                let range = members.iter().rev().find(|(k, _)| k == name)?.1.clone()?;
+                bytes.get(range)
+            };
+            let tasks: Vec<Value> = serde_json::from_slice(member("tasks")?).ok()?;
+            let info = match member("info") {
+                Some(b) => serde_json::from_slice::<Option<Map<String, Value>>>(b).ok()?.unwrap_or_default(),
+                None => Map::new(),
+            };
+            let timestamp = match member("timestamp") {
+                Some(b) => Some(serde_json::from_slice::<Value>(b).ok()?),
+                None => None,
+            };
+            return Some(ResultsHead { timestamp, info, tasks });
+        }
+        // Read on, doubling what is read so that the rescans stay linear overall.
+        limit = limit.saturating_mul(2);
+    }
+}
+
+fn load_context(path: &Path) -> Option<Context> {
+    let ResultsHead { timestamp, mut info, tasks } = results_head(path)?;
     let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
     let domain = text(info.get("environment_info").and_then(|e| e.get("domain_name")));
     let agent_name = text(info.get("agent_info").and_then(|a| a.get("implementation")));
@@ -348,20 +392,19 @@ fn load_context(path: &Path) -> Option<Context> {
         }
     }
     let mut results_info = Extra::new();
-    if let Some(ts) = head.timestamp {
+    if let Some(ts) = timestamp {
         results_info.insert("timestamp".into(), ts);
     }
     results_info.insert("info".into(), Value::Object(info));
-    let mut instructions = HashMap::new();
-    for t in &tasks {
+    let mut by_id = HashMap::new();
+    for t in tasks {
         let Some(id) = t.get("id").and_then(id_text) else {
             continue;
         };
-        if let Some(text) = t.get("user_scenario").and_then(|s| s.get("instructions")).and_then(instruction_text) {
-            instructions.insert(id, text);
-        }
+        let instruction = t.get("user_scenario").and_then(scenario_text);
+        by_id.insert(id, (instruction, t));
     }
-    Some(Context { domain, agent_name, agent_model, user_model, results_info, instructions })
+    Some(Context { domain, agent_name, agent_model, user_model, results_info, tasks: by_id })
 }
 
 /// A task id as text: a string as it is, an integer in decimal.
@@ -373,9 +416,25 @@ fn id_text(v: &Value) -> Option<String> {
     }
 }
 
-/// The user-simulator instructions as tau2 renders them for the simulator: a plain
-/// string as it is; structured instructions as `Domain:`, `Reason for call:`, `Known
-/// info:`, `Unknown info:` and `Task instructions:` sections, each body tab-indented.
+/// The user scenario as tau2 hands it to the user simulator (`str(task.user_scenario)`,
+/// `UserScenario.__str__`): `Persona:` and the persona tab-indented when there is one, then
+/// `Instructions:` and the instructions (rendered by [`instruction_text`]) tab-indented.
+fn scenario_text(v: &Value) -> Option<String> {
+    let instructions = instruction_text(v.get("instructions")?)?;
+    let mut lines = Vec::new();
+    if let Some(persona) = v.get("persona").and_then(Value::as_str) {
+        lines.push("Persona:".to_string());
+        lines.push(indent_tab(persona));
+    }
+    lines.push("Instructions:".to_string());
+    lines.push(indent_tab(&instructions));
+    Some(lines.join("\n"))
+}
+
+/// The user-simulator instructions as tau2 renders them (`StructuredUserInstructions.
+/// __str__`): a plain string as it is; structured instructions as `Domain:`, `Reason for
+/// call:`, `Known info:`, `Unknown info:` and `Task instructions:` sections, each body
+/// tab-indented.
 fn instruction_text(v: &Value) -> Option<String> {
     match v {
         Value::String(s) => Some(s.clone()),
@@ -401,11 +460,29 @@ fn instruction_text(v: &Value) -> Option<String> {
     }
 }
 
-/// Python's `textwrap.indent(text, "\t")`: a tab before every line that is not blank.
+/// Python's `textwrap.indent(text, "\t")`: a tab before every line (`str.splitlines`
+/// boundaries, kept) that is not blank (`str.strip` whitespace).
 fn indent_tab(text: &str) -> String {
-    text.split_inclusive('\n')
-        .map(|line| if line.trim().is_empty() { line.to_string() } else { format!("\t{line}") })
-        .collect()
+    let py_space = |c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c);
+    let breaks = |c: char| {
+        matches!(c, '\n' | '\r' | '\u{b}' | '\u{c}' | '\u{1c}'..='\u{1e}' | '\u{85}' | '\u{2028}' | '\u{2029}')
+    };
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut rest = text;
+    while !rest.is_empty() {
+        let end = match rest.char_indices().find(|&(_, c)| breaks(c)) {
+            Some((i, '\r')) if rest[i + 1..].starts_with('\n') => i + 2,
+            Some((i, c)) => i + c.len_utf8(),
+            None => rest.len(),
+        };
+        let (line, tail) = rest.split_at(end);
+        if !line.chars().all(py_space) {
+            out.push('\t');
+        }
+        out.push_str(line);
+        rest = tail;
+    }
+    out
 }
 
 // ---------------------------------------------------------------------------------------
@@ -477,16 +554,23 @@ fn read(raw: &RawRecord, file: &InputFile, ctx: Option<&Context>) -> Result<(Tra
     let rollout_key = session_id.as_ref().map(|id| format!("simulation {id}"));
 
     let domain = ctx.and_then(|c| c.domain.clone());
+    let definition = ctx.and_then(|c| c.tasks.get(&task_id));
     let task = Task {
         key: format!("{}/{}", domain.as_deref().unwrap_or("?"), task_id),
         key_source: TaskKeySource::Explicit,
-        instruction: ctx.and_then(|c| c.instructions.get(&task_id).cloned()),
+        instruction: definition.and_then(|(instruction, _)| instruction.clone()),
         environment: domain,
         id: Some(task_id),
     };
     let mut extra = into_extra(sim);
     if let Some(c) = ctx {
         extra.insert("results_info".into(), Value::Object(c.results_info.clone()));
+    }
+    // The record's own entry of the document's `tasks[]` (a simulation has no `task` field;
+    // should one appear, it keeps its name and the definition goes under `results_task`).
+    if let Some((_, def)) = definition {
+        let name = if extra.contains_key("task") { "results_task" } else { "task" };
+        extra.insert(name.into(), def.clone());
     }
     let t = Trajectory {
         agent: Agent {
@@ -579,7 +663,10 @@ fn message_step(m: Value, path: &str, user_model: Option<&str>) -> Result<Step, 
         Some(_) => return Err(schema(format!("{path}.tool_calls"), "tool_calls must be a list")),
     }
     step.metrics = message_metrics(&mut m);
+    // tau2's user turns are written by its user simulator (an LLM, or another user
+    // implementation): the role is a transport role, not a person.
     if role == Role::User {
+        step.authorship = Authorship::Unknown;
         step.model = user_model.map(str::to_string);
     }
     step.extra = into_extra(m);
@@ -681,6 +768,32 @@ mod tests {
         assert_eq!(m[1].1.clone().map(|r| &doc[r]), Some(&br#"[1, {"c": 2}]"#[..]));
         assert_eq!(m[2].1, None);
         assert_eq!(object_members(b"[1]"), None);
+    }
+
+    #[test]
+    fn scenarios_render_like_tau2_user_scenario_str() {
+        // Expected strings from tau2's UserScenario.__str__ (persona, then instructions).
+        let v = serde_json::json!({"persona": "Calm.\nPatient.", "instructions": "Ask\n\nfor a refund."});
+        assert_eq!(
+            scenario_text(&v).as_deref(),
+            Some("Persona:\n\tCalm.\n\tPatient.\nInstructions:\n\tAsk\n\n\tfor a refund.")
+        );
+        let v = serde_json::json!({"persona": null, "instructions": {"domain": "d", "reason_for_call": "r",
+            "task_instructions": "t"}});
+        assert_eq!(
+            scenario_text(&v).as_deref(),
+            Some("Instructions:\n\tDomain: d\n\tReason for call:\n\t\tr\n\tTask instructions:\n\t\tt")
+        );
+        assert_eq!(indent_tab("a\r\nb\rc\u{2028}  \n"), "\ta\r\n\tb\r\tc\u{2028}  \n");
+    }
+
+    #[test]
+    fn the_context_cache_is_bounded() {
+        for i in 0..(CACHE_ENTRIES as u64 * 3) {
+            slot_for((PathBuf::from(format!("/nonexistent/{i}")), i, None));
+        }
+        let n = cache().lock().map(|c| c.len()).unwrap_or(usize::MAX);
+        assert!(n <= CACHE_ENTRIES, "{n}");
     }
 
     #[test]

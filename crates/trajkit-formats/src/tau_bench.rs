@@ -9,8 +9,8 @@ use std::ops::Range;
 
 use serde_json::{Map, Value};
 use trajkit_model::{
-    canonical::instruction_task_key, Agent, Extra, Gap, GapKind, Metrics, Outcome, Provenance, Role, Status, Step,
-    Task, TaskKeySource, ToolCall, ToolResult, Trajectory, Verification, SCHEMA_VERSION,
+    canonical::instruction_task_key, Agent, Authorship, Extra, Gap, GapKind, Metrics, Outcome, Provenance, Role,
+    Status, Step, Task, TaskKeySource, ToolCall, ToolResult, Trajectory, Verification, SCHEMA_VERSION,
 };
 
 use crate::gym::link_tool_results;
@@ -190,6 +190,11 @@ fn message_step(m: Value, path: &str) -> Result<Step, Problem> {
         return Ok(step);
     }
     step.content = content;
+    // tau-bench's user turns come from its user simulation (an LLM strategy, or a person
+    // with the `human` strategy), which the results do not name: authorship unknown.
+    if role == Role::User {
+        step.authorship = Authorship::Unknown;
+    }
     match m.get("tool_calls") {
         Some(Value::Array(_)) => {
             if let Some(Value::Array(calls)) = m.remove("tool_calls") {

@@ -66,11 +66,13 @@ fn standardized_actions_link_to_the_observation_after_them() {
     assert_eq!(t.steps[12].tool_results[0].call_id.as_deref(), Some("adp-action-11"));
 
     // message_action → assistant text; the "Please continue" observation (source user)
-    // after it is a user step, not a result.
+    // after it is a user step, not a result, of unknown authorship (OpenHands' auto-reply,
+    // as in the SFT view); the first user step (the task) stays declared.
     let n = t.steps.len();
     assert_eq!((t.steps[n - 1].role, t.steps[n - 1].tool_calls.len()), (Role::Assistant, 0));
     assert_eq!(t.steps[n - 1].content, Some(json!("<finish> Task completed. </finish>")));
-    assert_eq!((t.steps[n - 2].role, t.steps[n - 2].authorship), (Role::User, Authorship::Declared));
+    assert_eq!((t.steps[n - 2].role, t.steps[n - 2].authorship), (Role::User, Authorship::Unknown));
+    assert_eq!(t.steps[0].authorship, Authorship::Declared);
 
     // details: tools parsed, resolved → outcome, the rest kept.
     let tools: Vec<&str> = t.tools.iter().flatten().filter_map(|v| v["function"]["name"].as_str()).collect();
@@ -78,6 +80,24 @@ fn standardized_actions_link_to_the_observation_after_them() {
     assert_eq!((t.outcome.status, t.outcome.verification), (Status::Success, Verification::SourceReported));
     let details = t.extra["details"].as_object().expect("details");
     assert_eq!(details.keys().collect::<Vec<_>>(), ["run_id", "test_result"]);
+}
+
+#[test]
+fn both_views_mark_the_same_user_turns_of_unknown_authorship() {
+    // Python, per record: user turns after the first assistant turn (the auto-replies),
+    // 2, 2, 2, 1, 1 in both views; the five first user turns are declared.
+    let c = read(&[real("adp")]);
+    for name in [STD, SFT] {
+        let per_record: Vec<(usize, usize)> = from_file(&c, name)
+            .iter()
+            .map(|t| {
+                let users = t.steps.iter().filter(|s| s.role == Role::User);
+                let unknown = users.clone().filter(|s| s.authorship == Authorship::Unknown).count();
+                (users.count() - unknown, unknown)
+            })
+            .collect();
+        assert_eq!(per_record, [(1, 2), (1, 2), (1, 2), (1, 1), (1, 1)], "{name}");
+    }
 }
 
 #[test]

@@ -164,6 +164,77 @@ mod synthetic {
         assert_eq!(t.steps[3].tool_results[0].call_id.as_deref(), Some("t0.s0.c1"));
     }
 
+    /// A prompting row with one decoded call `call` and one executed result.
+    fn decoded_row(id: &str, call: &str) -> serde_json::Value {
+        json!({
+            "id": id,
+            "result": [[call]],
+            "inference_log": [{
+                "begin_of_turn_query": [{"role": "user", "content": "Do it."}],
+                "step_0": [
+                    {"role": "assistant", "content": call},
+                    {"role": "handler_log", "content": "Successfully decoded model response.", "model_response_decoded": [call]},
+                    {"role": "tool", "content": "ok"}
+                ]
+            }]
+        })
+    }
+
+    #[test]
+    fn deeply_nested_literals_are_kept_verbatim_without_aborting() {
+        // 5000 nested lists used to overflow the parser's stack (process abort).
+        let deep = format!("f(a={}{})", "[".repeat(5000), "]".repeat(5000));
+        let ok = format!("f(a={}1{})", "[".repeat(3), "]".repeat(3));
+        let rows = vec![decoded_row("multi_turn_base_7", &deep), decoded_row("multi_turn_base_8", &ok)];
+        let dir = files(&[("BFCL_v4_multi_turn_base_result.json", rows)]);
+        let c = read(&[dir.path().to_path_buf()]);
+        assert_eq!((c.reports[0].trajectories, c.reports[0].rejected), (2, 0));
+        let call = &c.trajectories[0].steps[1].tool_calls[0];
+        assert_eq!((call.name.as_str(), call.arguments_invalid), ("f", true));
+        assert_eq!(call.arguments, json!(deep), "the text is kept verbatim");
+        assert_eq!(c.reports[0].gaps.get("invalid_tool_arguments"), Some(&1));
+        let call = &c.trajectories[1].steps[1].tool_calls[0];
+        assert_eq!((&call.arguments, call.arguments_invalid), (&json!({"a": [[[1]]]}), false));
+    }
+
+    #[test]
+    fn python_string_escapes_are_decoded_or_the_call_kept_verbatim() {
+        let rows = vec![
+            decoded_row("multi_turn_base_9", r"f(s='caf\u00e9 \x41\n')"),
+            decoded_row("multi_turn_base_10", r"f(s='\N{BULLET}')"),
+        ];
+        let dir = files(&[("BFCL_v4_multi_turn_base_result.json", rows)]);
+        let c = read(&[dir.path().to_path_buf()]);
+        let call = &c.trajectories[0].steps[1].tool_calls[0];
+        assert_eq!((&call.arguments, call.arguments_invalid), (&json!({"s": "café A\n"}), false));
+        let call = &c.trajectories[1].steps[1].tool_calls[0];
+        assert_eq!((&call.arguments, call.arguments_invalid), (&json!(r"f(s='\N{BULLET}')"), true));
+    }
+
+    #[test]
+    fn token_lists_stay_in_extra_unless_every_figure_was_placed() {
+        // step_1 has no assistant entry (its figures have no step) and 7.5 is no count.
+        let row = json!({"id": "multi_turn_base_0", "result": [],
+            "input_token_count": [[10, 11, 12]], "output_token_count": [[5, 6, 7.5]], "latency": [[1.0, 2.0, 3.0]],
+            "inference_log": [{"begin_of_turn_query": [{"role": "user", "content": "hi"}],
+                "step_0": [{"role": "assistant", "content": [{"f": "{\"a\":1}"}]}, {"role": "tool", "content": "r"}],
+                "step_1": [{"role": "handler_log", "content": "x"}],
+                "step_2": [{"role": "assistant", "content": "done"}]}]});
+        let dir = files(&[("BFCL_v4_multi_turn_base_result.json", vec![row, fc_row()])]);
+        let c = read(&[dir.path().to_path_buf()]);
+        let t = &c.trajectories[0];
+        assert_eq!(t.extra["input_token_count"], json!([[10, 11, 12]]));
+        assert_eq!(t.extra["output_token_count"], json!([[5, 6, 7.5]]));
+        assert_eq!(t.extra["latency"], json!([[1.0, 2.0, 3.0]]));
+        let last = t.steps.iter().rev().find(|s| s.role == Role::Assistant).and_then(|s| s.metrics.as_ref());
+        assert_eq!(last.map(|m| (m.prompt_tokens, m.completion_tokens)), Some((Some(12), None)));
+        assert!(!t.extra.contains_key("test_category"), "derived values are not source fields");
+        // Every figure of the FC row is on a step: the lists are not repeated.
+        let t = &c.trajectories[1];
+        assert!(["input_token_count", "output_token_count", "latency"].iter().all(|k| !t.extra.contains_key(*k)));
+        assert_eq!(t.task.id.as_deref(), Some("multi_turn_base_0"));
+    }
+
     #[test]
     fn score_files_are_evaluation_reports() {
         let header = json!({"accuracy": 0.5, "correct_count": 1, "total_count": 2});

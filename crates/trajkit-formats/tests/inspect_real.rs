@@ -180,9 +180,57 @@ fn choices_and_target_are_kept() {
     assert_eq!(t.outcome.status, Status::Failure);
 }
 
+#[test]
+fn log_level_fields_are_kept_except_the_aggregates() {
+    let c = read(&[real("inspect/test_eval_log__log_message_deduplication.eval")]);
+    let t = &c.trajectories[0];
+    // header.json: version, status, eval, plan, results, stats, invalidated (python zipfile).
+    assert_eq!(t.extra["log_invalidated"], json!(false));
+    assert_eq!(t.extra["log_status"], json!("success"));
+    assert!(t.extra.contains_key("plan") && t.extra.contains_key("eval"));
+    for k in ["results", "stats", "reductions", "log_results", "log_stats", "log_reductions", "log_version"] {
+        assert!(!t.extra.contains_key(k), "{k}");
+    }
+}
+
 mod synthetic {
     //! Rules that no real file shows: written here by hand, small on purpose.
     use super::common::read;
+    use serde_json::json;
+
+    #[test]
+    fn log_error_and_other_top_level_fields_reach_every_record() {
+        let doc = format!(
+            r#"{{{HEAD},"plan":{{"name":"plan"}},"error":{{"message":"boom","traceback":"tb"}},"invalidated":true,"location":"x","results":{{"total_samples":1}},"stats":{{"started_at":"s"}},"samples":[{{"id":1,"epoch":1,"messages":[],"error":{{"message":"sample failed"}}}}],"reductions":[]}}"#
+        );
+        let (_d, p) = file("log.json", doc.as_bytes());
+        let c = read(&[p]);
+        let t = &c.trajectories[0];
+        assert_eq!(t.extra["log_error"], json!({"message": "boom", "traceback": "tb"}));
+        assert_eq!(t.extra["error"], json!({"message": "sample failed"}), "the sample's own error keeps its name");
+        assert_eq!((t.extra["log_invalidated"].clone(), t.extra["log_location"].clone()), (json!(true), json!("x")));
+        assert_eq!(t.extra["plan"], json!({"name": "plan"}));
+        let kept: Vec<&str> = t
+            .extra
+            .keys()
+            .map(String::as_str)
+            .filter(|k| k.contains("results") || k.contains("stats") || k.contains("reductions"))
+            .collect();
+        assert!(kept.is_empty(), "{kept:?}");
+    }
+
+    #[test]
+    fn many_samples_stream_through_several_batches_in_order() {
+        let samples: Vec<String> = (0..5000).map(|i| format!(r#"{{"id":{i},"epoch":1,"messages":[]}}"#)).collect();
+        let doc = format!(r#"{{{HEAD},"samples":[{}]}}"#, samples.join(","));
+        let (_d, p) = file("log.json", doc.as_bytes());
+        let c = read(&[p]);
+        assert_eq!((c.reports[0].records, c.reports[0].trajectories), (5000, 5000));
+        let ok = c.trajectories.iter().enumerate().all(|(i, t)| {
+            t.provenance.document_index == Some(i as u64) && t.task.id.as_deref() == Some(i.to_string().as_str())
+        });
+        assert!(ok, "document order and indices survive the batching");
+    }
 
     fn file(name: &str, bytes: &[u8]) -> (tempfile::TempDir, std::path::PathBuf) {
         let dir = tempfile::tempdir().expect("tempdir");

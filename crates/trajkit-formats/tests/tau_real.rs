@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use common::{counts, from_file, read, real, report};
 use serde_json::{json, Value};
-use trajkit_model::{Role, Status, TaskKeySource, Verification};
+use trajkit_model::{Authorship, Role, Status, TaskKeySource, Verification};
 
 const TAU2_FILE: &str = "2025-08-10T02:44:06.496849_telecom_llm_agent_gpt-4o_user_simulator_gpt-4o.json";
 
@@ -53,11 +53,24 @@ fn tau2_simulations_are_records_with_task_key_outcome_and_context() {
     assert_eq!(t.task.key, format!("telecom/{task_id}"));
     assert_eq!(t.task.key_source, TaskKeySource::Explicit);
     assert_eq!(t.task.environment.as_deref(), Some("telecom"));
+    // str(task.user_scenario) as tau2 hands it to the user simulator (persona is null in
+    // this run): 1616 characters, SHA-256 a7a583bd86a3809d... (python textwrap).
     let instruction = t.task.instruction.as_deref().unwrap_or_default();
     assert!(
-        instruction.starts_with("Domain: telecom\nReason for call:\n\tYou mobile data is not working"),
+        instruction
+            .starts_with("Instructions:\n\tDomain: telecom\n\tReason for call:\n\t\tYou mobile data is not working"),
         "{instruction}"
     );
+    assert_eq!(instruction.chars().count(), 1616);
+    assert_eq!(&trajkit_model::canonical::sha256_hex(instruction.as_bytes())[..16], "a7a583bd86a3809d");
+    // The record's own task definition, whole (description, ticket, user_scenario,
+    // initial_state, evaluation_criteria).
+    let task = t.extra["task"].as_object().expect("extra.task");
+    let keys: Vec<&str> = task.keys().map(String::as_str).collect();
+    assert_eq!(keys, ["description", "evaluation_criteria", "id", "initial_state", "ticket", "user_scenario"]);
+    assert_eq!(task["id"], json!(task_id));
+    assert!(task["description"].get("purpose").is_some());
+    assert!(ts.iter().all(|t| t.extra["task"]["id"] == json!(t.task.id)), "each record carries its own task");
     assert_eq!(t.extra.get("trial"), Some(&json!(0)));
     assert_eq!(t.extra.get("termination_reason"), Some(&json!("user_stop")));
     assert_eq!((t.agent.name.as_deref(), t.agent.model.as_deref()), (Some("llm_agent"), Some("gpt-4o")));
@@ -104,6 +117,13 @@ fn tau2_agent_and_user_tool_calls_pair_by_id() {
     let user = &t.steps[13];
     assert_eq!(user.role, Role::User);
     assert_eq!(user.model.as_deref(), Some("gpt-4o"), "the user simulator's model");
+    assert_eq!(user.authorship, Authorship::Unknown, "a simulated user, not a person");
+    // 263 user messages in the 20 simulations (python): every one is marked.
+    let c_all = from_file(&c, TAU2_FILE);
+    let users: Vec<Authorship> =
+        c_all.iter().flat_map(|t| &t.steps).filter(|s| s.role == Role::User).map(|s| s.authorship).collect();
+    assert_eq!(users.len(), 263);
+    assert!(users.iter().all(|a| *a == Authorship::Unknown));
     let names: Vec<(&str, Option<&Value>)> =
         user.tool_calls.iter().map(|c| (c.name.as_str(), c.extra.get("requestor"))).collect();
     assert_eq!(
@@ -188,7 +208,7 @@ fn tau2_lone_simulation_without_results_has_no_domain_synthetic() {
     let sim = json!({"id": "s1", "task_id": 7, "timestamp": "t", "start_time": "a", "end_time": "b",
         "duration": 1.0, "termination_reason": "infrastructure_error", "reward_info": {"reward": 1.0},
         "messages": [{"role": "assistant", "content": "Hi", "tool_calls": [{"id": "c1", "name": "f",
-        "arguments": "not json", "requestor": "assistant"}]}], "trial": 0});
+        "arguments": "not json", "requestor": "assistant"}]}, {"role": "user", "content": "Thanks"}], "trial": 0});
     let path = tmp.path().join("sim.json");
     std::fs::write(&path, serde_json::to_vec(&sim).expect("ser")).expect("write");
     let c = read(&[path]);
@@ -207,6 +227,41 @@ fn tau2_lone_simulation_without_results_has_no_domain_synthetic() {
         "tau2 excludes infrastructure errors"
     );
     assert_eq!(t.steps[0].tool_calls[0].arguments, json!("not json"));
+    // Without run info the user turn is still marked (no simulator model known).
+    assert_eq!(
+        (t.steps[1].role, t.steps[1].authorship, t.steps[1].model.as_deref()),
+        (Role::User, Authorship::Unknown, None)
+    );
+    assert!(!t.extra.contains_key("task"));
+}
+
+#[test]
+fn tau2_task_definitions_and_personas_synthetic() {
+    // Synthetic (the real run has no persona): a results document whose task has a persona
+    // and plain-string instructions, read twice (the context cache is reused), then changed
+    // on disk (a new context is built).
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let doc = |persona: &str| {
+        json!({"timestamp": "t", "info": {"environment_info": {"domain_name": "retail"}, "user_info": {"llm": "u"}},
+            "tasks": [{"id": "7", "description": {"purpose": "p"}, "user_scenario": {"persona": persona,
+                "instructions": "Return\nthe item."}, "ticket": "tk", "initial_state": null,
+                "evaluation_criteria": {"actions": []}}],
+            "simulations": [{"id": "s1", "task_id": "7", "start_time": "a", "end_time": "b", "termination_reason": "user_stop",
+                "messages": [{"role": "assistant", "content": "Hi"}, {"role": "user", "content": "Hello"}]}]})
+    };
+    let path = tmp.path().join("results.json");
+    std::fs::write(&path, serde_json::to_vec(&doc("Terse.")).expect("ser")).expect("write");
+    for _ in 0..2 {
+        let c = read(std::slice::from_ref(&path));
+        let t = &c.trajectories[0];
+        assert_eq!(t.task.instruction.as_deref(), Some("Persona:\n\tTerse.\nInstructions:\n\tReturn\n\tthe item."));
+        assert_eq!(t.extra["task"]["ticket"], json!("tk"));
+        assert_eq!(t.extra["task"]["initial_state"], json!(null));
+        assert_eq!((t.steps[1].authorship, t.steps[1].model.as_deref()), (Authorship::Unknown, Some("u")));
+    }
+    std::fs::write(&path, serde_json::to_vec(&doc("Verbose and longer.")).expect("ser")).expect("write");
+    let c = read(std::slice::from_ref(&path));
+    assert!(c.trajectories[0].task.instruction.as_deref().is_some_and(|i| i.contains("Verbose")));
 }
 
 #[test]
@@ -226,6 +281,9 @@ fn tau_bench_result_maps_task_outcome_and_calls() {
     assert_eq!(t.extra["info"]["source"], json!("user"));
     let roles: Vec<Role> = t.steps[..6].iter().map(|s| s.role).collect();
     assert_eq!(roles, [Role::System, Role::User, Role::Assistant, Role::User, Role::Assistant, Role::Tool]);
+    // The 9 user messages (python) come from the user simulation: authorship unknown.
+    let users: Vec<Authorship> = t.steps.iter().filter(|s| s.role == Role::User).map(|s| s.authorship).collect();
+    assert_eq!(users, [Authorship::Unknown; 9]);
     let call = &t.steps[4].tool_calls[0];
     assert_eq!((call.id.as_deref(), call.name.as_str()), (Some("0"), "get_user_details"));
     assert_eq!(call.arguments, json!({"user_id": "mia_li_3668"}));
