@@ -16,7 +16,10 @@ pub mod harbor_trial;
 pub mod input;
 pub mod inspect;
 pub mod json;
+pub mod langfuse;
+pub mod langsmith;
 pub mod mini_swe_agent;
+pub mod mlflow;
 pub mod nebius;
 pub mod openhands;
 pub mod outcomes;
@@ -32,6 +35,7 @@ pub mod swe_smith;
 pub mod tau2;
 pub mod tau_bench;
 pub mod toolbench;
+pub mod traces;
 
 pub use error::FormatError;
 pub use input::{discover, InputFile};

@@ -26,6 +26,9 @@ static BFCL: crate::bfcl::BfclReader = crate::bfcl::BfclReader;
 static TAU2: crate::tau2::Tau2Reader = crate::tau2::Tau2Reader;
 static TAU_BENCH: crate::tau_bench::TauBenchReader = crate::tau_bench::TauBenchReader;
 static INSPECT: crate::inspect::InspectReader = crate::inspect::InspectReader;
+static MLFLOW: crate::mlflow::MlflowReader = crate::mlflow::MlflowReader;
+static LANGFUSE: crate::langfuse::LangfuseReader = crate::langfuse::LangfuseReader;
+static LANGSMITH: crate::langsmith::LangsmithReader = crate::langsmith::LangsmithReader;
 static ALL: &[&dyn Reader] = &[
     &ATIF,
     &INSPECT,
@@ -47,6 +50,9 @@ static ALL: &[&dyn Reader] = &[
     &TAU_BENCH,
     &CLAUDE_CODE,
     &CODEX,
+    &MLFLOW,
+    &LANGFUSE,
+    &LANGSMITH,
 ];
 
 /// Every registered reader.
