@@ -54,11 +54,22 @@ pub fn rows_name(name: &str) -> String {
 pub fn peek_rows(path: &Path) -> Result<Vec<u8>, String> {
     let mut rows = Rows::open(path)?;
     let mut out = Vec::new();
+    let mut unconvertible: Option<Problem> = None;
     loop {
         let start = out.len();
         match rows.next_row(&mut out)? {
+            // Every row failed to convert: say why instead of looking like an empty file.
+            Next::End if out.is_empty() => {
+                return match unconvertible {
+                    Some(p) => Err(format!("no row could be converted to JSON ({}: {})", p.json_path, p.message)),
+                    None => Ok(out),
+                }
+            }
             Next::End => return Ok(out),
-            Next::Unconvertible(_) => out.truncate(start),
+            Next::Unconvertible(p) => {
+                out.truncate(start);
+                unconvertible.get_or_insert(p);
+            }
             Next::Row => {
                 if start > 0 && out.len() > PEEK_BYTES {
                     out.truncate(start);
@@ -123,18 +134,21 @@ impl Rows {
         self.index
     }
 
-    /// Rows per record batch for the next row group.
+    /// Rows per record batch for the next row group: from the larger of the decoded size
+    /// per row seen so far and this group's own (uncompressed) size per row, so a group of
+    /// much larger rows than the ones before it still decodes in bounded batches.
     fn batch_rows(&self) -> usize {
+        let group_row = self
+            .meta
+            .metadata()
+            .row_groups()
+            .get(self.group)
+            .map(|g| (g.total_byte_size().max(0) as u64).checked_div(g.num_rows().max(0) as u64).unwrap_or(1))
+            .unwrap_or(1)
+            .max(1);
         let rows = match self.row_bytes {
-            0 => {
-                let groups = self.meta.metadata().row_groups();
-                let (bytes, rows) = groups.iter().fold((0u64, 0u64), |(b, r), g| {
-                    (b + g.total_byte_size().max(0) as u64, r + g.num_rows().max(0) as u64)
-                });
-                let encoded_row = bytes.checked_div(rows).unwrap_or(1).max(1);
-                (BATCH_BYTES / encoded_row).min(FIRST_BATCH_ROWS)
-            }
-            decoded_row => BATCH_BYTES / decoded_row,
+            0 => (BATCH_BYTES / group_row).min(FIRST_BATCH_ROWS),
+            decoded_row => BATCH_BYTES / decoded_row.max(group_row),
         };
         rows.clamp(1, MAX_BATCH_ROWS) as usize
     }
@@ -299,12 +313,13 @@ fn write_value(array: &dyn Array, i: usize, out: &mut Vec<u8>) -> Written {
         DataType::Float32 => write_f32(prim!(Float32Type), out),
         DataType::Float64 => write_f64(prim!(Float64Type), out),
         DataType::Decimal128(..) => {
+            // A JSON string: exact digits and scale (a JSON number would pass through f64).
             let a = array.as_primitive_opt::<Decimal128Type>().ok_or_else(unsupported)?;
-            out.extend_from_slice(a.value_as_string(i).as_bytes());
+            write_str(&a.value_as_string(i), out);
         }
         DataType::Decimal256(..) => {
             let a = array.as_primitive_opt::<Decimal256Type>().ok_or_else(unsupported)?;
-            out.extend_from_slice(a.value_as_string(i).as_bytes());
+            write_str(&a.value_as_string(i), out);
         }
         DataType::Utf8 => write_str(array.as_string_opt::<i32>().map(|a| a.value(i)).ok_or_else(unsupported)?, out),
         DataType::LargeUtf8 => {
