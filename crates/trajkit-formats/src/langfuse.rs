@@ -157,5 +157,6 @@ fn span(o: Value, path: &str) -> Result<Span, Problem> {
         call_id,
         id,
         raw,
+        id_key: Some("id"),
     })
 }

@@ -271,5 +271,6 @@ fn span(mut raw: Map<String, Value>, nested_parent: Option<String>, path: &str) 
         metrics,
         call_id,
         raw,
+        id_key: Some("id"),
     })
 }

@@ -112,13 +112,18 @@ fn span(s: Value, path: &str) -> Result<Span, Problem> {
     let Value::Object(mut raw) = s else {
         return Err(schema(path, "a span must be an object"));
     };
-    let id = raw
-        .get("span_id")
-        .or_else(|| raw.get("context").and_then(|c| c.get("span_id")))
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .ok_or_else(|| schema(format!("{path}.span_id"), "span without a span id"))?;
-    raw.remove("span_id");
+    // The id is removed from `raw` only where it was read from the top level (v3); a v2
+    // `context.span_id` stays in place.
+    let (id, id_key) = match raw.get("span_id") {
+        Some(Value::String(s)) => (s.clone(), Some("span_id")),
+        _ => match raw.get("context").and_then(|c| c.get("span_id")).and_then(Value::as_str) {
+            Some(s) => (s.to_string(), None),
+            None => return Err(schema(format!("{path}.span_id"), "span without a span id")),
+        },
+    };
+    if id_key.is_some() {
+        raw.remove("span_id");
+    }
     let parent = raw
         .get("parent_span_id")
         .or_else(|| raw.get("parent_id"))
@@ -165,5 +170,6 @@ fn span(s: Value, path: &str) -> Result<Span, Problem> {
         metrics,
         call_id,
         raw,
+        id_key,
     })
 }

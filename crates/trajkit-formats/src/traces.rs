@@ -5,7 +5,7 @@
 //! calls and results, and nested subagents. The mapping rules are in docs/formats/mlflow.md,
 //! langfuse.md and langsmith.md (shared section "Span tree").
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use serde_json::{Map, Value};
 use trajkit_model::{
@@ -53,6 +53,9 @@ pub(crate) struct Span {
     pub call_id: Option<String>,
     /// The span as the source gives it, less what the reader mapped exactly.
     pub raw: Map<String, Value>,
+    /// The key the reader took the span id from (and removed from `raw`), if it removed
+    /// it: a span kept verbatim in `extra.spans` gets its id back under this key.
+    pub id_key: Option<&'static str>,
 }
 
 /// Decodes a string holding a JSON object or array; any other value is returned as is.
@@ -546,6 +549,91 @@ struct Pending {
     arguments: Value,
 }
 
+/// The unanswered calls, indexed by call id and by name so that matching a tool span is
+/// O(1) amortized. Slots are cleared when answered; the indexes drop cleared slots lazily.
+#[derive(Default)]
+struct PendingCalls {
+    slots: Vec<Option<Pending>>,
+    /// Slots per call id, in emission order (a repeated id answers the earliest first).
+    by_id: HashMap<String, VecDeque<usize>>,
+    /// Slots per call name.
+    by_name: HashMap<String, Vec<usize>>,
+}
+
+impl PendingCalls {
+    fn push(&mut self, p: Pending) {
+        let slot = self.slots.len();
+        if let Some(id) = &p.id {
+            self.by_id.entry(id.clone()).or_default().push_back(slot);
+        }
+        self.by_name.entry(p.name.clone()).or_default().push(slot);
+        self.slots.push(Some(p));
+    }
+
+    fn get(&self, slot: usize) -> Option<&Pending> {
+        self.slots.get(slot).and_then(Option::as_ref)
+    }
+
+    fn take(&mut self, slot: usize) -> Option<Pending> {
+        self.slots.get_mut(slot).and_then(Option::take)
+    }
+
+    /// The earliest unanswered call with this id.
+    fn with_id(&mut self, id: &str) -> Option<usize> {
+        let q = self.by_id.get_mut(id)?;
+        while let Some(&slot) = q.front() {
+            if self.slots.get(slot).is_some_and(Option::is_some) {
+                return Some(slot);
+            }
+            q.pop_front();
+        }
+        self.by_id.remove(id);
+        None
+    }
+
+    /// A result stated in a model input answers every unanswered call with its id.
+    fn answer_id(&mut self, id: &str) {
+        for slot in self.by_id.remove(id).unwrap_or_default() {
+            if let Some(s) = self.slots.get_mut(slot) {
+                *s = None;
+            }
+        }
+    }
+
+    /// The unanswered calls whose name a tool span's name matches (see `name_matches`):
+    /// the names it equals or ends in after a separator.
+    fn named(&mut self, span: &str) -> Vec<usize> {
+        let mut out = Vec::new();
+        let cuts = std::iter::once(0)
+            .chain(span.char_indices().filter(|(_, c)| is_name_separator(*c)).map(|(i, c)| i + c.len_utf8()));
+        for cut in cuts {
+            let Some(name) = span.get(cut..) else {
+                continue;
+            };
+            if let Some(list) = self.by_name.get_mut(name) {
+                let slots = &self.slots;
+                list.retain(|slot| slots.get(*slot).is_some_and(Option::is_some));
+                out.extend(list.iter().copied());
+                if list.is_empty() {
+                    self.by_name.remove(name);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// How a tool span relates to the unanswered calls.
+enum Match {
+    /// It answers this pending call (slot).
+    Call(usize),
+    /// It states a call id, and the name/argument heuristic points at a call with another
+    /// id: it answers none (its result stays unmatched).
+    Conflict,
+    /// No model-emitted call: the span is the call.
+    None,
+}
+
 struct Walker<'a, 'b> {
     tree: &'a Tree<'a>,
     doc: &'b Doc<'b>,
@@ -553,7 +641,7 @@ struct Walker<'a, 'b> {
     /// Whether nested agents become subagents here (see `Tree::own_llm`).
     nested_agents_are_subagents: bool,
     first_llm_seen: bool,
-    pending: Vec<Pending>,
+    pending: PendingCalls,
     id_prefix: String,
     visited: HashSet<usize>,
     /// Subagent nesting depth of this trajectory (bounded: see `MAX_SUBAGENT_DEPTH`).
@@ -577,7 +665,7 @@ fn walk_trajectory(tree: &Tree, roots: &[usize], doc: &Doc, id: &str, depth: usi
         out: Built::default(),
         nested_agents_are_subagents: tree.own_llm(roots),
         first_llm_seen: false,
-        pending: Vec::new(),
+        pending: PendingCalls::default(),
         id_prefix: id.to_string(),
         visited: HashSet::new(),
         depth,
@@ -635,7 +723,11 @@ impl Walker<'_, '_> {
                 false
             }
             _ => {
-                self.out.other_spans.push(Value::Object(s.raw.clone()));
+                let mut raw = s.raw.clone();
+                if let Some(key) = s.id_key {
+                    raw.entry(key).or_insert_with(|| Value::String(s.id.clone()));
+                }
+                self.out.other_spans.push(Value::Object(raw));
                 true
             }
         }
@@ -690,53 +782,70 @@ impl Walker<'_, '_> {
         }
         for r in &step.tool_results {
             if let Some(id) = &r.call_id {
-                self.pending.retain(|p| p.id.as_ref() != Some(id));
+                self.pending.answer_id(id);
             }
         }
     }
 
     /// The model-emitted call a tool span answers: its stated call id, else the only
-    /// unanswered call of that name (narrowed by equal arguments when several).
-    fn match_call(&self, s: &Span) -> Option<usize> {
+    /// unanswered call of that name (narrowed by equal arguments when several). A span
+    /// that states an id is never linked to a call with another id.
+    fn match_call(&mut self, i: usize) -> Match {
+        let s = &self.tree.spans[i];
         if let Some(id) = &s.call_id {
-            if let Some(i) = self.pending.iter().position(|p| p.id.as_ref() == Some(id)) {
-                return Some(i);
+            if let Some(slot) = self.pending.with_id(id) {
+                return Match::Call(slot);
             }
         }
-        let named: Vec<usize> =
-            (0..self.pending.len()).filter(|i| name_matches(&s.name, &self.pending[*i].name)).collect();
-        if named.len() == 1 {
-            return named.first().copied();
-        }
-        let input = s.input.as_ref()?;
-        let same: Vec<usize> = named.into_iter().filter(|i| args_match(input, &self.pending[*i].arguments)).collect();
-        match same.as_slice() {
+        let named = self.pending.named(&s.name);
+        let found = match named.as_slice() {
             [one] => Some(*one),
-            _ => None,
+            _ => s.input.as_ref().and_then(|input| {
+                let mut same = named
+                    .iter()
+                    .copied()
+                    .filter(|slot| self.pending.get(*slot).is_some_and(|p| args_match(input, &p.arguments)));
+                match (same.next(), same.next()) {
+                    (Some(one), None) => Some(one),
+                    _ => None,
+                }
+            }),
+        };
+        match found {
+            Some(slot) if s.call_id.is_some() && self.pending.get(slot).is_some_and(|p| p.id.is_some()) => {
+                Match::Conflict
+            }
+            Some(slot) => Match::Call(slot),
+            None => Match::None,
         }
     }
 
     /// Adds the tool step; returns the call id it answers.
     fn tool(&mut self, i: usize) -> String {
+        let found = self.match_call(i);
         let s = &self.tree.spans[i];
         let mut step = Step::new(Role::Tool, None);
-        let call_id = match self.match_call(s) {
-            Some(pi) => {
-                let p = self.pending.remove(pi);
-                match p.id {
+        let call_id = match found {
+            Match::Call(slot) => {
+                let p = self.pending.take(slot);
+                match p.as_ref().and_then(|p| p.id.clone()) {
                     Some(id) => id,
                     None => {
                         // The model's call has no id: it takes the span's.
                         let id = s.call_id.clone().unwrap_or_else(|| s.id.clone());
-                        let (si, ci) = p.at;
-                        if let Some(c) = self.out.steps.get_mut(si).and_then(|st| st.tool_calls.get_mut(ci)) {
-                            c.id = Some(id.clone());
+                        if let Some((si, ci)) = p.map(|p| p.at) {
+                            if let Some(c) = self.out.steps.get_mut(si).and_then(|st| st.tool_calls.get_mut(ci)) {
+                                c.id = Some(id.clone());
+                            }
                         }
                         id
                     }
                 }
             }
-            None => {
+            // The span's stated id answers no call the model made: it keeps its id (a
+            // result without a call) rather than taking another call's.
+            Match::Conflict => s.call_id.clone().unwrap_or_else(|| s.id.clone()),
+            Match::None => {
                 // No model output names this call: the span is the call (id: the span's
                 // own call id, else its span id).
                 let id = s.call_id.clone().unwrap_or_else(|| s.id.clone());
@@ -795,14 +904,20 @@ impl Walker<'_, '_> {
 
 /// A tool span's name matches a call name: equal, or ending in it after a separator
 /// (`execute_tool say_hello`, `running tool: get_pun_suggestion`, `tool.HelloTool`).
+/// The rule `PendingCalls::named` indexes; kept as the reference its test checks.
+#[cfg(test)]
 fn name_matches(span: &str, call: &str) -> bool {
     if span == call {
         return true;
     }
     match span.strip_suffix(call) {
-        Some(head) => head.ends_with(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-')),
+        Some(head) => head.ends_with(is_name_separator),
         None => false,
     }
+}
+
+fn is_name_separator(c: char) -> bool {
+    !(c.is_alphanumeric() || c == '_' || c == '-')
 }
 
 /// A tool span's input equals a call's arguments, directly or under a wrapper key.
@@ -998,5 +1113,35 @@ mod tests {
         assert!(name_matches("execute_tool say_hello", "say_hello"));
         assert!(name_matches("running tool: get_pun", "get_pun"));
         assert!(!name_matches("unsay_hello", "say_hello"));
+    }
+
+    #[test]
+    fn the_name_index_finds_exactly_the_calls_name_matches_accepts() {
+        let calls = ["say_hello", "hello", "get_pun", "", "tool", "HelloTool", "é", "x y"];
+        let spans = [
+            "say_hello",
+            "execute_tool say_hello",
+            "unsay_hello",
+            "running tool: get_pun",
+            "tool.HelloTool",
+            "a é",
+            "a ",
+            "x y",
+        ];
+        let mut p = PendingCalls::default();
+        for (i, name) in calls.iter().enumerate() {
+            p.push(Pending { id: Some(i.to_string()), at: (0, i), name: name.to_string(), arguments: Value::Null });
+        }
+        for span in spans {
+            let mut got = p.named(span);
+            got.sort_unstable();
+            let want: Vec<usize> = (0..calls.len()).filter(|i| name_matches(span, calls[*i])).collect();
+            assert_eq!(got, want, "{span}");
+        }
+        p.answer_id("0");
+        assert_eq!(p.named("say_hello"), Vec::<usize>::new());
+        assert_eq!(p.with_id("1"), Some(1));
+        assert!(p.take(1).is_some());
+        assert_eq!(p.with_id("1"), None);
     }
 }

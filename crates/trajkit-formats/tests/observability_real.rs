@@ -239,6 +239,62 @@ mod synthetic {
         assert_eq!(t.steps[1].content, Some(serde_json::json!("ans")));
     }
 
+    /// Synthetic (review defect): a span that makes no step is kept in `extra.spans` with
+    /// its id, under the key the source used (MLflow `span_id`, Langfuse / LangSmith `id`).
+    #[test]
+    fn spans_kept_in_extra_keep_their_ids() {
+        let a = |t: &str| format!(r#"{{"mlflow.spanType":"\"{t}\""}}"#);
+        let mlflow = format!(
+            r#"{{"info":{{"trace_id":"t1"}},"data":{{"spans":[
+          {{"span_id":"root","parent_span_id":null,"name":"agent","start_time_unix_nano":0,"attributes":{}}},
+          {{"span_id":"L1","parent_span_id":"root","name":"llm","start_time_unix_nano":1,"attributes":{{"mlflow.spanType":"\"CHAT_MODEL\"",
+            "mlflow.spanInputs":"{{\"messages\":[{{\"role\":\"user\",\"content\":\"hi\"}}]}}","mlflow.spanOutputs":"\"ok\""}}}},
+          {{"span_id":"RET1","parent_span_id":"root","name":"retr","start_time_unix_nano":2,"attributes":{}}}]}}}}"#,
+            a("AGENT"),
+            a("RETRIEVER")
+        );
+        let langfuse = r#"{"id":"t2","observations":[
+          {"id":"w","traceId":"t2","type":"SPAN","name":"wrap","parentObservationId":null,"startTime":"2025-01-01T00:00:00Z"},
+          {"id":"g","traceId":"t2","type":"GENERATION","parentObservationId":"w","startTime":"2025-01-01T00:00:01Z",
+           "input":[{"role":"user","content":"go"}],"output":"done"}]}"#;
+        let langsmith = r#"[{"id":"c","name":"chain","run_type":"chain","dotted_order":"1"},
+          {"id":"l","name":"llm","run_type":"llm","parent_run_id":"c","dotted_order":"1.2","inputs":{"messages":[{"role":"user","content":"q"}]},"outputs":"ans"}]"#;
+        for (name, doc, key, ids) in [
+            ("m.json", mlflow.as_str(), "span_id", &["root", "RET1"][..]),
+            ("f.json", langfuse, "id", &["w"][..]),
+            ("s.json", langsmith, "id", &["c"][..]),
+        ] {
+            let (_d, p) = file(name, doc);
+            let c = read(&[p]);
+            let t = &c.trajectories[0];
+            let kept: Vec<&str> = t.extra["spans"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|s| s[key].as_str()).collect())
+                .unwrap_or_default();
+            assert_eq!(kept, ids, "{name}");
+        }
+    }
+
+    /// Synthetic (review defect): a tool span that states a call id the model never emitted
+    /// is not linked by name to the model's call with another id; its result keeps its id.
+    #[test]
+    fn a_tool_span_stating_another_call_id_is_not_linked_by_name() {
+        let doc = r#"{"info":{"trace_id":"t1"},"data":{"spans":[
+          {"span_id":"L1","parent_span_id":null,"name":"llm","start_time_unix_nano":1,"attributes":{"mlflow.spanType":"\"CHAT_MODEL\"",
+            "mlflow.spanInputs":"{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}",
+            "mlflow.spanOutputs":"{\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"search\",\"arguments\":\"{\\\"q\\\":\\\"a\\\"}\"}}]}}]}"}},
+          {"span_id":"T1","parent_span_id":null,"name":"search","start_time_unix_nano":2,"attributes":{"mlflow.spanType":"\"TOOL\"",
+            "mlflow.spanInputs":"{\"q\":\"b\"}","mlflow.spanOutputs":"\"res-b\"","gen_ai.tool.call.id":"\"call_X\""}}]}}"#;
+        let (_d, p) = file("m.json", doc);
+        let c = read(&[p]);
+        let t = &c.trajectories[0];
+        assert_eq!(t.steps[1].tool_calls[0].id.as_deref(), Some("call_1"));
+        assert!(t.steps[2].tool_calls.is_empty(), "no call is made up for the span");
+        assert_eq!(t.steps[2].tool_results[0].call_id.as_deref(), Some("call_X"));
+        let kinds: Vec<&str> = t.gaps.iter().map(|g| g.kind.as_str()).collect();
+        assert_eq!(kinds, ["result_without_call", "unanswered_tool_call"]);
+    }
+
     #[test]
     fn an_mlflow_trace_without_spans_is_rejected_and_invalid_json_named() {
         let (_d, p) = file("m.json", r#"{"info":{"trace_id":"tr-1"},"data":{"spans":"mlflow.spanType"}}"#);
