@@ -109,6 +109,14 @@ pub fn array_elements(bytes: &[u8]) -> Option<Vec<Range<usize>>> {
 /// Scans one array element from `start`: returns the index of the `,` or `]` that ends it
 /// (at depth 0) and that byte.
 fn scan_value(bytes: &[u8], start: usize) -> Option<(usize, u8)> {
+    value_end(bytes, start, b']')
+}
+
+/// Scans one JSON value (an array element or an object member's value) from `start`,
+/// skipping strings and nested containers: the index of the `,` or `closer` (`]` or `}`)
+/// that ends it at depth 0, and that byte. `None` at the wrong closer or the end of bytes.
+pub fn value_end(bytes: &[u8], start: usize, closer: u8) -> Option<(usize, u8)> {
+    let other = if closer == b']' { b'}' } else { b']' };
     let mut depth = 0usize;
     let mut in_string = false;
     let mut escaped = false;
@@ -126,8 +134,9 @@ fn scan_value(bytes: &[u8], start: usize) -> Option<(usize, u8)> {
             b'"' => in_string = true,
             b'[' | b'{' => depth += 1,
             b']' | b'}' if depth > 0 => depth -= 1,
-            b']' | b',' if depth == 0 => return Some((i, b)),
-            b'}' => return None,
+            b',' if depth == 0 => return Some((i, b)),
+            _ if b == closer && depth == 0 => return Some((i, b)),
+            _ if b == other => return None,
             _ => {}
         }
     }

@@ -78,6 +78,17 @@ pub enum RecordResult {
     Rejected(Vec<Problem>),
 }
 
+impl RecordResult {
+    /// The usual outcome of a reader: a trajectory without a rollout key, or the one
+    /// problem that rejected the record.
+    pub fn from_result(result: Result<Trajectory, Problem>) -> Self {
+        match result {
+            Ok(t) => RecordResult::Accepted { trajectory: Box::new(t), rollout_key: None, consumed: Vec::new() },
+            Err(p) => RecordResult::Rejected(vec![p]),
+        }
+    }
+}
+
 /// A format family: detection plus a pure, thread-safe record reader.
 pub trait Reader: Send + Sync {
     /// Family name as reports show it (`atif`, `gym`, ...).

@@ -61,10 +61,7 @@ impl Reader for SweAgentReader {
     }
 
     fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
-        match read(raw, file) {
-            Ok(t) => RecordResult::Accepted { trajectory: Box::new(t), rollout_key: None, consumed: Vec::new() },
-            Err(p) => RecordResult::Rejected(vec![p]),
-        }
+        RecordResult::from_result(read(raw, file))
     }
 }
 

@@ -150,7 +150,7 @@ pub(crate) fn object_members(bytes: &[u8]) -> Option<Vec<Member>> {
             return Some(out);
         }
         let start = ws(i + 1);
-        match member_end(bytes, start) {
+        match crate::json::value_end(bytes, start, b'}') {
             Some((end, closer)) => {
                 let mut trimmed = end;
                 while trimmed > start && bytes[trimmed - 1].is_ascii_whitespace() {
@@ -178,33 +178,6 @@ fn string_end(bytes: &[u8], start: usize) -> Option<usize> {
             _ if escaped => escaped = false,
             b'\\' => escaped = true,
             b'"' => return Some(i),
-            _ => {}
-        }
-    }
-    None
-}
-
-/// Scans one member value from `start`: the index of the `,` or `}` that ends it.
-fn member_end(bytes: &[u8], start: usize) -> Option<(usize, u8)> {
-    let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for (i, &b) in bytes.iter().enumerate().skip(start) {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'[' | b'{' => depth += 1,
-            b']' | b'}' if depth > 0 => depth -= 1,
-            b',' | b'}' if depth == 0 => return Some((i, b)),
-            b']' => return None,
             _ => {}
         }
     }
