@@ -14,9 +14,9 @@ use trajkit_model::{
     Trajectory, Verification, SCHEMA_VERSION,
 };
 
-use crate::gym::link_tool_results;
 use crate::input::InputFile;
 use crate::json::{into_extra, take, take_str};
+use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, Problem, Reason};
 

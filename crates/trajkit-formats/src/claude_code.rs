@@ -19,9 +19,9 @@ use trajkit_model::{
     ToolCall, ToolResult, Trajectory, SCHEMA_VERSION,
 };
 
-use crate::gym::link_tool_results;
 use crate::input::{self, InputFile};
 use crate::json::{content_text, take, take_str, take_u64};
+use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, Problem, Reason};
 

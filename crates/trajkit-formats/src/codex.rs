@@ -14,9 +14,9 @@ use trajkit_model::{
 };
 
 use crate::claude_code::parse_lines;
-use crate::gym::link_tool_results;
 use crate::input::InputFile;
 use crate::json::{content_text, take, take_str, take_u64};
+use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{Problem, Reason};
 

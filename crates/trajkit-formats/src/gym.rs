@@ -4,8 +4,6 @@
 //! The conversation is the input items followed by the output items. See
 //! docs/formats/gym.md for the mapping, task-key and outcome rules.
 
-use std::collections::{HashMap, HashSet};
-
 use serde_json::{Map, Value};
 use trajkit_model::{
     canonical::instruction_task_key, Agent, Authorship, Extra, Gap, GapKind, Metrics, Outcome, Provenance, Role, Step,
@@ -14,6 +12,7 @@ use trajkit_model::{
 
 use crate::input::InputFile;
 use crate::json::{content_text, into_extra, take, take_f64, take_nonempty_str, take_str, take_u64};
+use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, Problem, Reason};
 
@@ -414,38 +413,6 @@ fn tool_call(mut item: Map<String, Value>, path: &str) -> Result<ToolCall, Probl
         None => (Value::Object(Map::new()), false),
     };
     Ok(ToolCall { arguments, arguments_invalid: invalid, extra: into_extra(item), id, name, text_embedded: false })
-}
-
-/// Pairs results with calls by id and records what does not pair.
-pub(crate) fn link_tool_results(steps: &[Step], gaps: &mut Vec<Gap>) {
-    let mut calls: HashMap<&str, usize> = HashMap::new();
-    for (i, s) in steps.iter().enumerate() {
-        for c in &s.tool_calls {
-            if let Some(id) = c.id.as_deref() {
-                if calls.insert(id, i).is_some() {
-                    gaps.push(Gap::at(GapKind::DuplicateToolCallId, Some(i), id));
-                }
-            }
-        }
-    }
-    let mut answered: HashSet<&str> = HashSet::new();
-    for (i, s) in steps.iter().enumerate() {
-        for r in &s.tool_results {
-            match r.call_id.as_deref() {
-                Some(id) if calls.contains_key(id) => {
-                    answered.insert(id);
-                }
-                other => gaps.push(Gap::at(GapKind::ResultWithoutCall, Some(i), other.unwrap_or("(no call id)"))),
-            }
-        }
-    }
-    for (i, s) in steps.iter().enumerate() {
-        for c in &s.tool_calls {
-            if !c.id.as_deref().is_some_and(|id| answered.contains(id)) {
-                gaps.push(Gap::at(GapKind::UnansweredToolCall, Some(i), c.id.clone().unwrap_or_default()));
-            }
-        }
-    }
 }
 
 /// Token usage: Responses (`input_tokens`) or Chat Completions (`prompt_tokens`) style.

@@ -18,6 +18,7 @@ pub mod inspect;
 pub mod json;
 pub mod langfuse;
 pub mod langsmith;
+pub mod links;
 pub mod mini_swe_agent;
 pub mod mlflow;
 pub mod nebius;

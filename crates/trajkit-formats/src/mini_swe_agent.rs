@@ -11,9 +11,9 @@ use trajkit_model::{
     SCHEMA_VERSION,
 };
 
-use crate::gym::link_tool_results;
 use crate::input::InputFile;
 use crate::json::{content_text, into_extra, take, take_f64, take_str};
+use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, Problem, Reason};
 use crate::swe_agent::{openai_calls, prediction_only, predictions_map};

@@ -141,7 +141,8 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
         }
     }
     let mut gaps = Vec::new();
-    link_results(&steps, &ctx.terminal_steps, &mut gaps);
+    // Terminal calls (`finish`, `reject`) end the run: nothing answers them.
+    crate::links::link_tool_results_except(&steps, |i| ctx.terminal_steps.contains(&i), &mut gaps);
     if steps.is_empty() {
         gaps.push(Gap { detail: None, kind: GapKind::NoSteps, step: None });
     }
@@ -526,38 +527,6 @@ fn observation_step(mut ev: Map<String, Value>, links: &Links) -> Step {
             let mut step = Step::new(Role::Environment, content);
             step.extra = into_extra(ev);
             step
-        }
-    }
-}
-
-/// Pairs results with calls by id; terminal calls (`finish`, `reject`) need no answer.
-fn link_results(steps: &[Step], terminal: &HashSet<usize>, gaps: &mut Vec<Gap>) {
-    let mut calls: HashSet<&str> = HashSet::new();
-    for (i, s) in steps.iter().enumerate() {
-        for c in &s.tool_calls {
-            if let Some(id) = c.id.as_deref() {
-                if !calls.insert(id) {
-                    gaps.push(Gap::at(GapKind::DuplicateToolCallId, Some(i), id));
-                }
-            }
-        }
-    }
-    let mut answered: HashSet<&str> = HashSet::new();
-    for (i, s) in steps.iter().enumerate() {
-        for r in &s.tool_results {
-            match r.call_id.as_deref() {
-                Some(id) if calls.contains(id) => {
-                    answered.insert(id);
-                }
-                other => gaps.push(Gap::at(GapKind::ResultWithoutCall, Some(i), other.unwrap_or("(no call id)"))),
-            }
-        }
-    }
-    for (i, s) in steps.iter().enumerate().filter(|(i, _)| !terminal.contains(i)) {
-        for c in &s.tool_calls {
-            if !c.id.as_deref().is_some_and(|id| answered.contains(id)) {
-                gaps.push(Gap::at(GapKind::UnansweredToolCall, Some(i), c.id.clone().unwrap_or_default()));
-            }
         }
     }
 }

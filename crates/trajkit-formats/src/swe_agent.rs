@@ -13,9 +13,9 @@ use trajkit_model::{
     SCHEMA_VERSION,
 };
 
-use crate::gym::link_tool_results;
 use crate::input::InputFile;
 use crate::json::{into_extra, take, take_f64, take_str, take_u64};
+use crate::links::link_tool_results;
 use crate::outcomes;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, Problem, Reason};

@@ -19,9 +19,9 @@ use trajkit_model::{
     Task, TaskKeySource, ToolCall, ToolResult, Trajectory, Verification, SCHEMA_VERSION,
 };
 
-use crate::gym::link_tool_results;
 use crate::input::InputFile;
 use crate::json::{content_text, idx, into_extra, take, take_nonempty_str, take_str};
+use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, Problem, Reason};
 

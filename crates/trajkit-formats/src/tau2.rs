@@ -22,9 +22,9 @@ use trajkit_model::{
     ToolCall, ToolResult, Trajectory, Verification, SCHEMA_VERSION,
 };
 
-use crate::gym::link_tool_results;
 use crate::input::{self, InputFile};
 use crate::json::{array_elements, into_extra, take, take_f64, take_str, take_u64};
+use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, Problem, Reason};
 

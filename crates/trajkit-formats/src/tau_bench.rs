@@ -13,9 +13,9 @@ use trajkit_model::{
     Status, Step, Task, TaskKeySource, ToolCall, ToolResult, Trajectory, Verification, SCHEMA_VERSION,
 };
 
-use crate::gym::link_tool_results;
 use crate::input::InputFile;
 use crate::json::{array_elements, into_extra, take, take_f64, take_str};
+use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, Problem, Reason};
 use crate::tau2::{object_members, parse_arguments};

@@ -13,9 +13,9 @@ use trajkit_model::{
     Subagent, Task, TaskKeySource, ToolCall, ToolResult, Trajectory, Verification, SCHEMA_VERSION,
 };
 
-use crate::gym::link_tool_results;
 use crate::input::InputFile;
 use crate::json::content_text;
+use crate::links::link_tool_results;
 use crate::reader::RawRecord;
 
 /// What a span is, as far as the conversation is concerned.
