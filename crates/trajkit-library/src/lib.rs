@@ -1,0 +1,1 @@
+//! The trajectory library: build, index, statistics.

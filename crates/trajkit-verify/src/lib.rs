@@ -1,0 +1,2 @@
+//! Verification: what can be checked about trajectories and the environments and
+//! publications around them, beyond reading them.
