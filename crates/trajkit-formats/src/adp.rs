@@ -107,6 +107,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
         outcome,
         provenance: prov,
         schema_version: SCHEMA_VERSION.into(),
+        state: None,
         session_id,
         steps,
         subagents: Vec::new(),

@@ -1262,6 +1262,7 @@ impl Loader<'_> {
                 sha256: src.sha,
             },
             schema_version: trajkit_model::SCHEMA_VERSION.into(),
+            state: None,
             session_id,
             steps,
             subagents,

@@ -200,6 +200,7 @@ fn result_row(mut row: Map<String, Value>, raw: &RawRecord, file: &InputFile) ->
             sha256: raw.sha256.to_string(),
         },
         schema_version: SCHEMA_VERSION.into(),
+        state: None,
         session_id: None,
         steps,
         subagents: Vec::new(),

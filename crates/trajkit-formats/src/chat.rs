@@ -378,6 +378,7 @@ fn finish(
         outcome,
         provenance: provenance(family, raw, file),
         schema_version: SCHEMA_VERSION.into(),
+        state: None,
         session_id: None,
         steps,
         subagents: Vec::new(),

@@ -822,6 +822,7 @@ fn trajectory(lines: Vec<&Line>, id: String, provenance: Provenance, sha: &str) 
         outcome: Outcome::default(),
         provenance,
         schema_version: SCHEMA_VERSION.into(),
+        state: None,
         session_id,
         steps: built.steps,
         subagents: Vec::new(),

@@ -447,6 +447,7 @@ fn map_sample(
             sha256: raw.sha256.to_string(),
         },
         schema_version: SCHEMA_VERSION.into(),
+        state: None,
         session_id,
         steps,
         subagents: Vec::new(),

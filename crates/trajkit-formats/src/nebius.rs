@@ -84,6 +84,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
         outcome,
         provenance: provenance(FAMILY, raw, file),
         schema_version: SCHEMA_VERSION.into(),
+        state: None,
         session_id: None,
         steps,
         subagents: Vec::new(),

@@ -157,6 +157,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
             sha256: raw.sha256.to_string(),
         },
         schema_version: SCHEMA_VERSION.into(),
+        state: None,
         session_id: None,
         steps,
         subagents: Vec::new(),

@@ -566,6 +566,7 @@ fn read(raw: &RawRecord, file: &InputFile, ctx: Option<&Context>) -> Result<(Tra
             sha256: raw.sha256.to_string(),
         },
         schema_version: SCHEMA_VERSION.into(),
+        state: None,
         session_id,
         steps,
         subagents: Vec::new(),

@@ -108,6 +108,7 @@ fn base(raw: &RawRecord, file: &InputFile, steps: Vec<Step>, task: Task) -> Traj
             sha256: raw.sha256.to_string(),
         },
         schema_version: SCHEMA_VERSION.into(),
+        state: None,
         session_id: None,
         steps,
         subagents: Vec::new(),

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Version of the record's own schema. Bump on any change a reader of old outputs can see.
-pub const SCHEMA_VERSION: &str = "trajkit.trajectory/1";
+pub const SCHEMA_VERSION: &str = "trajkit.trajectory/2";
 
 /// Unmapped source fields, kept verbatim under their source names (a sorted map:
 /// serde_json is built without `preserve_order`).
@@ -48,11 +48,15 @@ pub struct Trajectory {
     pub outcome: Outcome,
     /// Where the record came from.
     pub provenance: Provenance,
-    /// Version of this record schema (`trajkit.trajectory/1`).
+    /// Version of this record schema (`trajkit.trajectory/2`).
     pub schema_version: String,
     /// Run-scoped session id from the source; never used as the id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// Digests of the environment's state before and after the run, when the source
+    /// captured them (see `trajkit state capture`); needed for replay and completeness.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<StateDigests>,
     /// Ordered steps of the conversation.
     #[serde(default)]
     pub steps: Vec<Step>,
@@ -64,6 +68,17 @@ pub struct Trajectory {
     /// Tool (function) definitions offered to the model, as the source gives them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<Value>>,
+}
+
+/// Environment state digests of a run (trajkit state digests: lowercase hex SHA-256).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct StateDigests {
+    /// State digest after the run ended.
+    #[serde(default, rename = "final", skip_serializing_if = "Option::is_none")]
+    pub final_state: Option<String>,
+    /// State digest before the first action (after reset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial: Option<String>,
 }
 
 /// A nested trajectory and where it was spawned.

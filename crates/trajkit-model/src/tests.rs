@@ -28,6 +28,7 @@ fn sample() -> Trajectory {
             ..Default::default()
         },
         schema_version: SCHEMA_VERSION.into(),
+        state: None,
         session_id: None,
         steps: vec![Step::new(Role::User, Some(json!("hi"))), call_step],
         subagents: vec![],
