@@ -1,0 +1,1 @@
+//! The HTML gallery: a self-contained page showing what a library holds.

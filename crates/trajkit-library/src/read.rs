@@ -1,0 +1,167 @@
+//! Reading a built library back, streaming: rows of the per-trajectory table, and each
+//! row with its canonical record (rows and shard records are in the same order).
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Lines};
+use std::path::{Path, PathBuf};
+
+use trajkit_model::Trajectory;
+
+use crate::error::LibraryError;
+use crate::row::Row;
+
+/// The `kind` that marks a directory as a trajkit library in its `build.json`.
+pub const LIBRARY_KIND: &str = "trajkit-library";
+
+/// Relative path of the per-trajectory table.
+pub const ROWS_PATH: &str = "evaluation/per_trajectory.jsonl.gz";
+
+/// An opened library directory.
+#[derive(Debug, Clone)]
+pub struct Library {
+    root: PathBuf,
+    build: serde_json::Value,
+}
+
+impl Library {
+    /// Opens `root`, checking that its `build.json` marks it as a trajkit library.
+    pub fn open(root: &Path) -> Result<Library, LibraryError> {
+        let path = root.join("build.json");
+        let bytes = std::fs::read(&path).map_err(|_| LibraryError::NotALibrary(root.to_path_buf()))?;
+        let build: serde_json::Value = serde_json::from_slice(&bytes).map_err(|source| LibraryError::Json {
+            path: path.clone(),
+            line: 1,
+            source,
+        })?;
+        if build.get("kind").and_then(|k| k.as_str()) != Some(LIBRARY_KIND) {
+            return Err(LibraryError::NotALibrary(root.to_path_buf()));
+        }
+        Ok(Library { root: root.to_path_buf(), build })
+    }
+
+    /// The library directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The parsed `build.json`.
+    pub fn build_info(&self) -> &serde_json::Value {
+        &self.build
+    }
+
+    /// Streams the per-trajectory rows in library order.
+    pub fn rows(&self) -> Result<Rows, LibraryError> {
+        let path = self.root.join(ROWS_PATH);
+        let file = File::open(&path).map_err(LibraryError::io(&path))?;
+        let reader: Box<dyn BufRead + Send> =
+            Box::new(BufReader::with_capacity(1 << 16, flate2::read::MultiGzDecoder::new(file)));
+        Ok(Rows { path, lines: reader.lines(), line: 0 })
+    }
+
+    /// Streams every row together with its canonical record.
+    pub fn records(&self) -> Result<Records, LibraryError> {
+        Ok(Records { root: self.root.clone(), rows: self.rows()?, shard: None })
+    }
+}
+
+/// Iterator over the rows of `evaluation/per_trajectory.jsonl.gz`.
+pub struct Rows {
+    path: PathBuf,
+    lines: Lines<Box<dyn BufRead + Send>>,
+    line: u64,
+}
+
+impl Iterator for Rows {
+    type Item = Result<Row, LibraryError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let line = self.lines.next()?;
+        self.line += 1;
+        Some(match line {
+            Ok(text) => serde_json::from_str(&text).map_err(|source| LibraryError::Json {
+                path: self.path.clone(),
+                line: self.line,
+                source,
+            }),
+            Err(e) => Err(LibraryError::Io { path: self.path.clone(), source: e }),
+        })
+    }
+}
+
+/// The shard being read: its relative name, lines, and the last line number read.
+struct OpenShard {
+    name: String,
+    path: PathBuf,
+    lines: Lines<Box<dyn BufRead + Send>>,
+    line: u64,
+}
+
+/// Iterator over `(row, record)` pairs, opening shards as the rows reach them.
+pub struct Records {
+    root: PathBuf,
+    rows: Rows,
+    shard: Option<OpenShard>,
+}
+
+impl Records {
+    fn open_shard(&mut self, name: &str) -> Result<(), LibraryError> {
+        let path = self.root.join(name);
+        let file = File::open(&path).map_err(LibraryError::io(&path))?;
+        let decoder = zstd::stream::read::Decoder::new(file).map_err(LibraryError::io(&path))?;
+        let reader: Box<dyn BufRead + Send> = Box::new(BufReader::with_capacity(1 << 16, decoder));
+        self.shard = Some(OpenShard { name: name.to_string(), path, lines: reader.lines(), line: 0 });
+        Ok(())
+    }
+
+    fn record_for(&mut self, row: &Row) -> Result<Trajectory, LibraryError> {
+        if self.shard.as_ref().map(|s| s.name.as_str()) != Some(row.shard.as_str()) {
+            if row.shard.contains("..") || Path::new(&row.shard).is_absolute() {
+                return Err(LibraryError::Invalid {
+                    path: self.rows.path.clone(),
+                    message: format!("row {}: shard path {:?} leaves the library", row.id, row.shard),
+                });
+            }
+            self.open_shard(&row.shard)?;
+        }
+        let shard = self
+            .shard
+            .as_mut()
+            .ok_or_else(|| LibraryError::Invalid { path: self.root.clone(), message: "no shard open".into() })?;
+        while shard.line < row.shard_line {
+            let text = match shard.lines.next() {
+                Some(Ok(t)) => t,
+                Some(Err(e)) => return Err(LibraryError::Io { path: shard.path.clone(), source: e }),
+                None => {
+                    return Err(LibraryError::Invalid {
+                        path: shard.path.clone(),
+                        message: format!("ends before line {} (row {})", row.shard_line, row.id),
+                    })
+                }
+            };
+            shard.line += 1;
+            if shard.line == row.shard_line {
+                return serde_json::from_str(&text).map_err(|source| LibraryError::Json {
+                    path: shard.path.clone(),
+                    line: shard.line,
+                    source,
+                });
+            }
+        }
+        Err(LibraryError::Invalid {
+            path: shard.path.clone(),
+            message: format!("row {} points back to line {} (rows out of shard order)", row.id, row.shard_line),
+        })
+    }
+}
+
+impl Iterator for Records {
+    type Item = Result<(Row, Trajectory), LibraryError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let row = match self.rows.next()? {
+            Ok(r) => r,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(self.record_for(&row).map(|t| (row, t)))
+    }
+}
