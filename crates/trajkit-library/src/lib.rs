@@ -1,10 +1,23 @@
 //! The trajectory library: build (validate, score, deduplicate, split), the SQLite
 //! index, statistics, and reading a built library back.
 
+pub mod build;
+pub mod coverage;
 pub mod error;
+pub mod index;
+pub mod layout;
 pub mod read;
+pub mod registry;
 pub mod row;
+pub mod rows_out;
+pub mod score;
+pub mod shards;
+pub mod split;
+pub mod stats;
 
+pub use build::{build, BuildOptions, BuildSummary, Progress, Quiet};
 pub use error::LibraryError;
 pub use read::{Library, Records, Rows, LIBRARY_KIND, ROWS_PATH};
+pub use registry::Registry;
 pub use row::Row;
+pub use split::SplitConfig;

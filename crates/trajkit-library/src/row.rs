@@ -27,6 +27,9 @@ pub struct Row {
     pub shard_line: u64,
     /// Task key (see docs/record.md).
     pub task_key: String,
+    /// The key splits are assigned by: the task key, or a SWE-bench style instance id
+    /// (`owner__repo-123`) on its own, so one instance shares a split across sources.
+    pub split_key: String,
     /// The task's own id, when the source names one.
     pub task_id: Option<String>,
     /// Environment name, when the source names one.

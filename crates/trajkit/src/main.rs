@@ -5,6 +5,7 @@
 mod commands;
 mod output;
 mod progress;
+mod table;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -71,6 +72,29 @@ enum Command {
     },
     /// Print the JSON Schema of the canonical record.
     Schema,
+    /// Build a library: validate, score, deduplicate, split, index, evaluate, report coverage.
+    Build(commands::build::BuildArgs),
+    /// Recorded-agent performance of a library (recomputed from its index).
+    Stats {
+        /// The library directory.
+        library: PathBuf,
+        /// One table grouped by this key.
+        #[arg(long, value_parser = ["source", "model", "scaffold", "family", "tier", "split", "format"])]
+        by: Option<String>,
+        /// JSON instead of tables.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run read-only SQL on a library's index.
+    Query {
+        /// The library directory.
+        library: PathBuf,
+        /// One SQL statement (the index is opened read-only).
+        sql: String,
+        /// One JSON object per row per line.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// mimalloc's `purge_delay` option (its index in `mi_option_e`, the same in mimalloc v2 and v3).
@@ -99,6 +123,9 @@ fn main() -> ExitCode {
         Command::Validate { read, strict, json } => commands::validate::run(&read, strict, json),
         Command::Convert { read, output } => commands::convert::run(&read, &output),
         Command::Schema => commands::schema::run(),
+        Command::Build(args) => commands::build::run(&args),
+        Command::Stats { library, by, json } => commands::stats::run(&library, by.as_deref(), json),
+        Command::Query { library, sql, json } => commands::query::run(&library, &sql, json),
     };
     match result {
         Ok(code) => ExitCode::from(code),

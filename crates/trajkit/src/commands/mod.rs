@@ -1,8 +1,11 @@
 //! One module per subcommand.
 
+pub mod build;
 pub mod convert;
 pub mod inspect;
+pub mod query;
 pub mod schema;
+pub mod stats;
 pub mod validate;
 
 use anyhow::{bail, Result};

@@ -1,0 +1,352 @@
+//! The SQLite index (`index.sqlite`): one writer thread fed by a bounded channel loads
+//! rows in one transaction; secondary indexes, duplicate groups, task ranks and splits
+//! are computed in SQL once everything is loaded. Schema: docs/library.md.
+
+use std::path::{Path, PathBuf};
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{bounded, Sender};
+use rusqlite::{params, Connection};
+
+use crate::error::LibraryError;
+use crate::row::Row;
+
+/// Tables, created before loading (indexes come after: loading is faster without them).
+const SCHEMA: &str = "
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE sources (name TEXT PRIMARY KEY, format TEXT NOT NULL, license TEXT, family TEXT, version TEXT,
+  role TEXT NOT NULL, success_rule TEXT, paths TEXT NOT NULL);
+CREATE TABLE files (file INTEGER PRIMARY KEY, source TEXT NOT NULL, path TEXT NOT NULL, format TEXT,
+  records INTEGER NOT NULL, trajectories INTEGER NOT NULL, subagents INTEGER NOT NULL, steps INTEGER NOT NULL,
+  tool_calls INTEGER NOT NULL, duplicate_records INTEGER NOT NULL, rejected INTEGER NOT NULL,
+  reasons TEXT NOT NULL, gaps TEXT NOT NULL, part_of TEXT, error TEXT);
+CREATE TABLE trajectories (ordinal INTEGER PRIMARY KEY, id TEXT NOT NULL, source TEXT NOT NULL, format TEXT NOT NULL,
+  path TEXT NOT NULL, line INTEGER, document_index INTEGER, shard TEXT NOT NULL, shard_line INTEGER NOT NULL,
+  task_key TEXT NOT NULL, split_key TEXT NOT NULL, task_id TEXT, environment TEXT, model TEXT, scaffold TEXT, family TEXT, license TEXT,
+  role TEXT NOT NULL, status TEXT NOT NULL, reward REAL, outcome_known INTEGER NOT NULL, verification TEXT NOT NULL,
+  structural_valid INTEGER NOT NULL, structural_problems TEXT NOT NULL, action_observation_completeness REAL,
+  decisions INTEGER NOT NULL, steps INTEGER NOT NULL, tool_calls INTEGER NOT NULL, subagents INTEGER NOT NULL,
+  gaps TEXT NOT NULL, complete INTEGER NOT NULL, sft_eligible INTEGER NOT NULL, training_eligible INTEGER NOT NULL,
+  quality_tier INTEGER NOT NULL, task_rank INTEGER NOT NULL, duplicate_group TEXT NOT NULL,
+  duplicate_group_size INTEGER NOT NULL, split TEXT NOT NULL, content_digest TEXT NOT NULL,
+  prompt_tokens INTEGER, completion_tokens INTEGER, cost_usd REAL);
+CREATE TABLE steps (trajectory INTEGER NOT NULL, step INTEGER NOT NULL, role TEXT NOT NULL, authorship TEXT NOT NULL,
+  copied_context INTEGER NOT NULL, subagent INTEGER NOT NULL, model TEXT, timestamp TEXT,
+  tool_calls INTEGER NOT NULL, tool_results INTEGER NOT NULL, content_bytes INTEGER NOT NULL,
+  has_reasoning INTEGER NOT NULL, PRIMARY KEY (trajectory, step)) WITHOUT ROWID;
+CREATE TABLE tool_calls (trajectory INTEGER NOT NULL, step INTEGER NOT NULL, call INTEGER NOT NULL, call_id TEXT,
+  name TEXT NOT NULL, arguments_invalid INTEGER NOT NULL, answered INTEGER NOT NULL,
+  PRIMARY KEY (trajectory, step, call)) WITHOUT ROWID;
+CREATE TABLE rejections (file INTEGER NOT NULL, path TEXT NOT NULL, line INTEGER, document_index INTEGER,
+  reason TEXT NOT NULL, json_path TEXT NOT NULL, message TEXT NOT NULL);
+";
+
+/// Work done once everything is loaded: splits, eligibility, duplicate groups, ranks,
+/// tasks, then the secondary indexes.
+const FINALIZE: &str = "
+UPDATE trajectories SET split = 'protected_evaluation'
+  WHERE split_key IN (SELECT split_key FROM trajectories WHERE role = 'evaluation_only');
+UPDATE trajectories SET training_eligible = (sft_eligible AND role = 'training' AND split <> 'protected_evaluation');
+CREATE INDEX trajectories_content_digest ON trajectories (content_digest);
+CREATE TABLE duplicate_groups (duplicate_group TEXT PRIMARY KEY, content_digest TEXT NOT NULL,
+  size INTEGER NOT NULL, trajectory_ids TEXT NOT NULL);
+INSERT INTO duplicate_groups
+  SELECT duplicate_group, content_digest, count(*), json_group_array(id)
+  FROM (SELECT duplicate_group, content_digest, id FROM trajectories ORDER BY ordinal)
+  GROUP BY content_digest ORDER BY duplicate_group, content_digest;
+UPDATE trajectories SET duplicate_group_size =
+  (SELECT size FROM duplicate_groups g WHERE g.content_digest = trajectories.content_digest);
+UPDATE trajectories SET task_rank = r.rank FROM (
+  SELECT ordinal, row_number() OVER (
+    PARTITION BY task_key, coalesce(environment, '')
+    ORDER BY quality_tier DESC,
+      CASE status WHEN 'success' THEN 0 WHEN 'unknown' THEN 1 ELSE 2 END,
+      coalesce(action_observation_completeness, 0) DESC, steps ASC, path, line, document_index, ordinal) AS rank
+  FROM trajectories) AS r WHERE r.ordinal = trajectories.ordinal;
+CREATE TABLE tasks (task_key TEXT PRIMARY KEY, split TEXT NOT NULL, attempts INTEGER NOT NULL,
+  success INTEGER NOT NULL, failure INTEGER NOT NULL, unknown INTEGER NOT NULL,
+  sources INTEGER NOT NULL, environments INTEGER NOT NULL, task_id TEXT, environment TEXT);
+INSERT INTO tasks
+  SELECT task_key, min(split), count(*), sum(status = 'success'), sum(status = 'failure'), sum(status = 'unknown'),
+    count(DISTINCT source), count(DISTINCT coalesce(environment, '')), min(task_id), min(environment)
+  FROM trajectories GROUP BY task_key ORDER BY task_key;
+CREATE UNIQUE INDEX trajectories_id ON trajectories (id);
+CREATE INDEX trajectories_task_key ON trajectories (task_key);
+CREATE INDEX trajectories_source ON trajectories (source, status);
+CREATE INDEX trajectories_model ON trajectories (model);
+CREATE INDEX trajectories_split ON trajectories (split, training_eligible, quality_tier);
+CREATE INDEX tool_calls_name ON tool_calls (name);
+CREATE INDEX rejections_reason ON rejections (reason);
+ANALYZE;
+";
+
+/// A step as the index keeps it.
+#[derive(Debug, Clone)]
+pub struct StepRow {
+    pub role: &'static str,
+    pub authorship: &'static str,
+    pub copied_context: bool,
+    pub subagent: bool,
+    pub model: Option<String>,
+    pub timestamp: Option<String>,
+    pub tool_calls: u32,
+    pub tool_results: u32,
+    pub content_bytes: u64,
+    pub has_reasoning: bool,
+}
+
+/// A tool call as the index keeps it.
+#[derive(Debug, Clone)]
+pub struct CallRow {
+    pub step: u32,
+    pub call: u32,
+    pub call_id: Option<String>,
+    pub name: String,
+    pub arguments_invalid: bool,
+    pub answered: bool,
+}
+
+/// A rejected record as the index keeps it.
+#[derive(Debug, Clone)]
+pub struct RejectionRow {
+    pub file: u64,
+    pub path: String,
+    pub line: Option<u64>,
+    pub document_index: Option<u64>,
+    pub reason: String,
+    pub json_path: String,
+    pub message: String,
+}
+
+/// Per-file figures as the index keeps them.
+#[derive(Debug, Clone)]
+pub struct FileRow {
+    pub file: u64,
+    pub source: String,
+    pub report: trajkit_formats::FileReport,
+}
+
+/// What the writer thread loads.
+pub enum Msg {
+    Trajectory {
+        ordinal: u64,
+        row: Box<Row>,
+        steps: Vec<StepRow>,
+        calls: Vec<CallRow>,
+    },
+    Rejection(RejectionRow),
+    File(FileRow),
+    Source {
+        name: String,
+        format: String,
+        license: Option<String>,
+        family: Option<String>,
+        version: Option<String>,
+        role: String,
+        success_rule: Option<String>,
+        paths: String,
+    },
+    Meta(String, String),
+}
+
+/// The writer thread and its channel.
+pub struct IndexWriter {
+    tx: Option<Sender<Msg>>,
+    handle: Option<JoinHandle<Result<Connection, LibraryError>>>,
+    path: PathBuf,
+}
+
+impl IndexWriter {
+    /// Creates the database at `path` and starts loading on a thread of its own.
+    pub fn start(path: &Path) -> Result<IndexWriter, LibraryError> {
+        let conn = open_for_build(path)?;
+        let (tx, rx) = bounded::<Msg>(1024);
+        let p = path.to_path_buf();
+        let handle = std::thread::Builder::new()
+            .name("trajkit-index".into())
+            .spawn(move || {
+                let sql = |source| LibraryError::Sqlite { path: p.clone(), source };
+                conn.execute_batch("BEGIN").map_err(sql)?;
+                for msg in rx {
+                    insert(&conn, msg).map_err(sql)?;
+                }
+                conn.execute_batch("COMMIT").map_err(sql)?;
+                Ok(conn)
+            })
+            .map_err(LibraryError::io(path))?;
+        Ok(IndexWriter { tx: Some(tx), handle: Some(handle), path: path.to_path_buf() })
+    }
+
+    /// Queues a message; false when the writer stopped (its error comes from `finish`).
+    pub fn send(&self, msg: Msg) -> bool {
+        self.tx.as_ref().is_some_and(|tx| tx.send(msg).is_ok())
+    }
+
+    /// Waits for the loading to end; returns the connection for finalizing.
+    pub fn finish(mut self) -> Result<Connection, LibraryError> {
+        drop(self.tx.take());
+        match self.handle.take().map(|h| h.join()) {
+            Some(Ok(result)) => result,
+            _ => Err(LibraryError::Invalid { path: self.path.clone(), message: "index writer thread panicked".into() }),
+        }
+    }
+}
+
+fn open_for_build(path: &Path) -> Result<Connection, LibraryError> {
+    let sql = |source| LibraryError::Sqlite { path: path.to_path_buf(), source };
+    let conn = Connection::open(path).map_err(sql)?;
+    // The library is built in a temporary directory and swapped in only when complete,
+    // so durability while building buys nothing; no journal means no -wal/-shm files.
+    conn.execute_batch(
+        "PRAGMA page_size = 8192; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;
+         PRAGMA locking_mode = EXCLUSIVE; PRAGMA temp_store = FILE; PRAGMA cache_size = -65536;",
+    )
+    .map_err(sql)?;
+    conn.execute_batch(SCHEMA).map_err(sql)?;
+    Ok(conn)
+}
+
+fn insert(conn: &Connection, msg: Msg) -> rusqlite::Result<()> {
+    match msg {
+        Msg::Trajectory { ordinal, row, steps, calls } => insert_trajectory(conn, ordinal, &row, &steps, &calls),
+        Msg::Rejection(r) => {
+            let mut st = conn.prepare_cached("INSERT INTO rejections VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")?;
+            st.execute(params![r.file, r.path, r.line, r.document_index, r.reason, r.json_path, r.message])?;
+            Ok(())
+        }
+        Msg::File(f) => {
+            let r = &f.report;
+            let mut st = conn.prepare_cached(
+                "INSERT INTO files VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+            )?;
+            st.execute(params![
+                f.file,
+                f.source,
+                r.path,
+                r.format,
+                r.records,
+                r.trajectories,
+                r.subagents,
+                r.steps,
+                r.tool_calls,
+                r.duplicate_records,
+                r.rejected,
+                json(&r.reasons),
+                json(&r.gaps),
+                r.part_of,
+                r.error
+            ])?;
+            Ok(())
+        }
+        Msg::Source { name, format, license, family, version, role, success_rule, paths } => {
+            let mut st = conn.prepare_cached("INSERT INTO sources VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")?;
+            st.execute(params![name, format, license, family, version, role, success_rule, paths])?;
+            Ok(())
+        }
+        Msg::Meta(key, value) => {
+            conn.prepare_cached("INSERT OR REPLACE INTO meta VALUES (?1, ?2)")?.execute(params![key, value])?;
+            Ok(())
+        }
+    }
+}
+
+fn json<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
+fn insert_trajectory(
+    conn: &Connection,
+    ordinal: u64,
+    r: &Row,
+    steps: &[StepRow],
+    calls: &[CallRow],
+) -> rusqlite::Result<()> {
+    let mut st = conn.prepare_cached(
+        "INSERT INTO trajectories VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+         ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38, ?39,
+         ?40, ?41, ?42)",
+    )?;
+    st.execute(params![
+        ordinal,
+        r.id,
+        r.source,
+        r.format,
+        r.path,
+        r.line,
+        r.document_index,
+        r.shard,
+        r.shard_line,
+        r.task_key,
+        r.split_key,
+        r.task_id,
+        r.environment,
+        r.model,
+        r.scaffold,
+        r.family,
+        r.license,
+        r.role,
+        r.status,
+        r.reward,
+        r.outcome_known,
+        r.verification,
+        r.structural_valid,
+        json(&r.structural_problems),
+        r.action_observation_completeness,
+        r.decisions,
+        r.steps,
+        r.tool_calls,
+        r.subagents,
+        json(&r.gaps),
+        r.complete,
+        r.sft_eligible,
+        r.training_eligible,
+        r.quality_tier,
+        r.task_rank,
+        r.duplicate_group,
+        r.duplicate_group_size,
+        r.split,
+        r.content_digest,
+        r.prompt_tokens,
+        r.completion_tokens,
+        r.cost_usd,
+    ])?;
+    let mut st = conn.prepare_cached("INSERT INTO steps VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)")?;
+    for (i, s) in steps.iter().enumerate() {
+        st.execute(params![
+            ordinal,
+            i as u64,
+            s.role,
+            s.authorship,
+            s.copied_context,
+            s.subagent,
+            s.model,
+            s.timestamp,
+            s.tool_calls,
+            s.tool_results,
+            s.content_bytes,
+            s.has_reasoning
+        ])?;
+    }
+    let mut st = conn.prepare_cached("INSERT INTO tool_calls VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")?;
+    for c in calls {
+        st.execute(params![ordinal, c.step, c.call, c.call_id, c.name, c.arguments_invalid, c.answered])?;
+    }
+    Ok(())
+}
+
+/// Computes everything that needs all rows, builds the indexes, then compacts the file.
+pub fn finalize(conn: &Connection, path: &Path) -> Result<(), LibraryError> {
+    let sql = |source| LibraryError::Sqlite { path: path.to_path_buf(), source };
+    conn.execute_batch("BEGIN").map_err(sql)?;
+    conn.execute_batch(FINALIZE).map_err(sql)?;
+    conn.execute_batch("COMMIT").map_err(sql)?;
+    conn.execute_batch("VACUUM").map_err(sql)?;
+    Ok(())
+}
+
+/// Opens an index read-only (`trajkit query`, `stats`): nothing can change the library.
+pub fn open_read_only(path: &Path) -> Result<Connection, LibraryError> {
+    use rusqlite::OpenFlags;
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
+    Connection::open_with_flags(path, flags).map_err(|source| LibraryError::Sqlite { path: path.to_path_buf(), source })
+}

@@ -1,0 +1,419 @@
+//! Recorded-agent performance and library figures, computed from the index (never
+//! hand-maintained): `evaluation/summary.json` and `trajkit stats` show the same numbers.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use rusqlite::Connection;
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::error::LibraryError;
+
+/// Attempt counts k reported for success@k and the pass estimators (those ≤ the largest group).
+pub const KS: [u64; 10] = [1, 2, 3, 4, 5, 8, 10, 16, 32, 100];
+
+/// Keys `trajkit stats --by` accepts, with the column each groups on.
+pub const BY_KEYS: [(&str, &str); 7] = [
+    ("source", "source"),
+    ("model", "model"),
+    ("scaffold", "scaffold"),
+    ("family", "family"),
+    ("tier", "quality_tier"),
+    ("split", "split"),
+    ("format", "format"),
+];
+
+/// Outcome figures of one group of attempts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OutcomeRow {
+    pub key: Value,
+    pub attempts: u64,
+    pub tasks: u64,
+    pub success: u64,
+    pub failure: u64,
+    pub unknown: u64,
+    /// success / (success + failure); unknown attempts are not in the denominator.
+    pub success_rate_known: Option<f64>,
+    /// Tasks with at least one successful attempt in the group.
+    pub tasks_solved: u64,
+}
+
+fn sqlerr(path: &Path) -> impl Fn(rusqlite::Error) -> LibraryError + '_ {
+    move |source| LibraryError::Sqlite { path: path.to_path_buf(), source }
+}
+
+fn rate(success: u64, failure: u64) -> Option<f64> {
+    (success + failure > 0).then(|| round6(success as f64 / (success + failure) as f64))
+}
+
+/// Rounds to 6 decimals so summaries stay readable and byte-stable.
+fn round6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
+
+/// Outcomes grouped by one column of `trajectories` (`--by`).
+pub fn outcomes_by(conn: &Connection, path: &Path, column: &str) -> Result<Vec<OutcomeRow>, LibraryError> {
+    if !BY_KEYS.iter().any(|(_, c)| *c == column) {
+        return Err(LibraryError::Invalid { path: path.to_path_buf(), message: format!("cannot group by {column:?}") });
+    }
+    let sql = format!(
+        "SELECT {column}, count(*), count(DISTINCT task_key), sum(status = 'success'), sum(status = 'failure'),
+                sum(status = 'unknown'),
+                (SELECT count(DISTINCT t2.task_key) FROM trajectories t2
+                   WHERE t2.status = 'success' AND t2.{column} IS t.{column})
+         FROM trajectories t GROUP BY {column} ORDER BY count(*) DESC, {column}"
+    );
+    let mut st = conn.prepare(&sql).map_err(sqlerr(path))?;
+    let rows = st
+        .query_map([], |r| {
+            let key: rusqlite::types::Value = r.get(0)?;
+            let key = match key {
+                rusqlite::types::Value::Null => Value::Null,
+                rusqlite::types::Value::Integer(i) => json!(i),
+                rusqlite::types::Value::Real(f) => json!(f),
+                rusqlite::types::Value::Text(s) => json!(s),
+                rusqlite::types::Value::Blob(_) => Value::Null,
+            };
+            let (success, failure): (u64, u64) = (r.get(3)?, r.get(4)?);
+            Ok(OutcomeRow {
+                key,
+                attempts: r.get(1)?,
+                tasks: r.get(2)?,
+                success,
+                failure,
+                unknown: r.get(5)?,
+                success_rate_known: rate(success, failure),
+                tasks_solved: r.get(6)?,
+            })
+        })
+        .map_err(sqlerr(path))?;
+    rows.collect::<Result<Vec<_>, _>>().map_err(sqlerr(path))
+}
+
+fn one_u64(conn: &Connection, path: &Path, sql: &str) -> Result<u64, LibraryError> {
+    conn.query_row(sql, [], |r| r.get::<_, Option<u64>>(0)).map(|v| v.unwrap_or(0)).map_err(sqlerr(path))
+}
+
+/// Count, min, median, mean, p90, max and a power-of-two histogram of an integer column.
+fn distribution(conn: &Connection, path: &Path, column: &str) -> Result<Value, LibraryError> {
+    let n = one_u64(conn, path, "SELECT count(*) FROM trajectories")?;
+    if n == 0 {
+        return Ok(json!({"count": 0}));
+    }
+    let agg: (u64, u64, f64, u64) = conn
+        .query_row(
+            &format!("SELECT min({column}), max({column}), avg({column}), sum({column}) FROM trajectories"),
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
+        .map_err(sqlerr(path))?;
+    let quantile = |q: f64| -> Result<u64, LibraryError> {
+        let offset = ((n - 1) as f64 * q).floor() as u64;
+        one_u64(conn, path, &format!("SELECT {column} FROM trajectories ORDER BY {column} LIMIT 1 OFFSET {offset}"))
+    };
+    let mut histogram = BTreeMap::new();
+    let mut st = conn
+        .prepare(&format!("SELECT {column}, count(*) FROM trajectories GROUP BY {column}"))
+        .map_err(sqlerr(path))?;
+    let rows = st.query_map([], |r| Ok((r.get::<_, u64>(0)?, r.get::<_, u64>(1)?))).map_err(sqlerr(path))?;
+    for row in rows {
+        let (value, count) = row.map_err(sqlerr(path))?;
+        // Bucket b holds 2^(b-1) ..= 2^b - 1; bucket 0 holds 0.
+        let bucket = 64 - u64::from(value.leading_zeros());
+        let label = match bucket {
+            0 => "0".to_string(),
+            1 => "1".to_string(),
+            b => format!("{}-{}", 1u64 << (b - 1), (1u64 << b) - 1),
+        };
+        *histogram.entry(format!("{bucket:02}:{label}")).or_insert(0u64) += count;
+    }
+    let histogram: Vec<Value> = histogram
+        .into_iter()
+        .map(|(k, v)| json!({"range": k.split_once(':').map(|x| x.1).unwrap_or(&k), "count": v}))
+        .collect();
+    Ok(json!({
+        "count": n, "total": agg.3, "min": agg.0, "median": quantile(0.5)?, "mean": round6(agg.2),
+        "p90": quantile(0.9)?, "max": agg.1, "histogram": histogram
+    }))
+}
+
+/// Estimators and success@k over groups of attempts (source, model, task), attempts in
+/// source-locator order (path, line, document index).
+fn at_k(conn: &Connection, path: &Path) -> Result<Value, LibraryError> {
+    let mut st = conn
+        .prepare(
+            "SELECT source, coalesce(model, ''), task_key, status FROM trajectories
+             ORDER BY source, coalesce(model, ''), task_key, path, line, document_index, ordinal",
+        )
+        .map_err(sqlerr(path))?;
+    let mut rows = st.query([]).map_err(sqlerr(path))?;
+    let mut acc = AtK::default();
+    let mut key: Option<(String, String, String)> = None;
+    let mut statuses: Vec<u8> = Vec::new();
+    while let Some(r) = rows.next().map_err(sqlerr(path))? {
+        let k: (String, String, String) =
+            (r.get(0).map_err(sqlerr(path))?, r.get(1).map_err(sqlerr(path))?, r.get(2).map_err(sqlerr(path))?);
+        let status: String = r.get(3).map_err(sqlerr(path))?;
+        if key.as_ref() != Some(&k) {
+            acc.add_group(&statuses);
+            statuses.clear();
+            key = Some(k);
+        }
+        statuses.push(match status.as_str() {
+            "success" => 2,
+            "failure" => 1,
+            _ => 0,
+        });
+    }
+    acc.add_group(&statuses);
+    Ok(acc.to_json())
+}
+
+#[derive(Default)]
+struct AtK {
+    max_group: u64,
+    /// per k: (groups with ≥ k attempts, success, failure, unknown) of the first k.
+    empirical: BTreeMap<u64, [u64; 4]>,
+    /// per k: (groups with ≥ k known attempts, sum of pass@k, sum of pass^k).
+    estimates: BTreeMap<u64, (u64, f64, f64)>,
+}
+
+impl AtK {
+    fn add_group(&mut self, statuses: &[u8]) {
+        if statuses.is_empty() {
+            return;
+        }
+        self.max_group = self.max_group.max(statuses.len() as u64);
+        let n = statuses.iter().filter(|s| **s != 0).count() as u64;
+        let c = statuses.iter().filter(|s| **s == 2).count() as u64;
+        for k in KS {
+            if statuses.len() as u64 >= k {
+                let first = &statuses[..k as usize];
+                let e = self.empirical.entry(k).or_default();
+                e[0] += 1;
+                if first.contains(&2) {
+                    e[1] += 1;
+                } else if first.iter().all(|s| *s == 1) {
+                    e[2] += 1;
+                } else {
+                    e[3] += 1;
+                }
+            }
+            if n >= k {
+                let e = self.estimates.entry(k).or_default();
+                e.0 += 1;
+                e.1 += pass_at_k(n, c, k);
+                e.2 += pass_hat_k(n, c, k);
+            }
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        let empirical: Vec<Value> = self
+            .empirical
+            .iter()
+            .map(|(k, [groups, s, f, u])| {
+                json!({"k": k, "groups": groups, "success": s, "failure": f, "unknown": u, "rate_known": rate(*s, *f)})
+            })
+            .collect();
+        let pass: Vec<Value> = self
+            .estimates
+            .iter()
+            .map(|(k, (groups, p, _))| json!({"k": k, "groups": groups, "estimate": round6(p / *groups as f64)}))
+            .collect();
+        let hat: Vec<Value> = self
+            .estimates
+            .iter()
+            .map(|(k, (groups, _, h))| json!({"k": k, "groups": groups, "estimate": round6(h / *groups as f64)}))
+            .collect();
+        json!({
+            "groups_by": ["source", "model", "task_key"],
+            "largest_group": self.max_group,
+            "success_at_k_empirical": {
+                "description": "descriptive, not an estimate: for each group with at least k recorded attempts, its first k attempts in source-locator order (path, line, document index); success if any succeeded, failure if all k failed, unknown otherwise",
+                "by_k": empirical
+            },
+            "pass_at_k_estimate": {
+                "description": "estimate: unbiased pass@k = 1 - C(n-c, k) / C(n, k) averaged over groups with n >= k attempts of known outcome (c successes); unknown outcomes excluded",
+                "by_k": pass
+            },
+            "pass_hat_k_estimate": {
+                "description": "estimate: pass^k = C(c, k) / C(n, k), the chance that k attempts drawn without replacement all succeed, averaged over groups with n >= k attempts of known outcome",
+                "by_k": hat
+            }
+        })
+    }
+}
+
+/// Unbiased pass@k estimate for n attempts with c successes (n ≥ k).
+pub fn pass_at_k(n: u64, c: u64, k: u64) -> f64 {
+    if n - c < k {
+        return 1.0;
+    }
+    // 1 - prod_{i = n-c+1}^{n} (1 - k / i), numerically stable.
+    1.0 - ((n - c + 1)..=n).map(|i| 1.0 - k as f64 / i as f64).product::<f64>()
+}
+
+/// pass^k estimate: C(c, k) / C(n, k) (n ≥ k).
+pub fn pass_hat_k(n: u64, c: u64, k: u64) -> f64 {
+    if c < k {
+        return 0.0;
+    }
+    (0..k).map(|i| (c - i) as f64 / (n - i) as f64).product()
+}
+
+/// Tokens and cost as sources publish them, per source and model: never summed across sources.
+fn usage(conn: &Connection, path: &Path) -> Result<Value, LibraryError> {
+    let mut st = conn
+        .prepare(
+            "SELECT source, model, count(*), count(prompt_tokens), sum(prompt_tokens), count(completion_tokens),
+                    sum(completion_tokens), count(cost_usd), sum(cost_usd)
+             FROM trajectories GROUP BY source, model ORDER BY source, model",
+        )
+        .map_err(sqlerr(path))?;
+    let rows = st
+        .query_map([], |r| {
+            Ok(json!({
+                "source": r.get::<_, String>(0)?,
+                "model": r.get::<_, Option<String>>(1)?,
+                "attempts": r.get::<_, u64>(2)?,
+                "with_prompt_tokens": r.get::<_, u64>(3)?,
+                "prompt_tokens": r.get::<_, Option<u64>>(4)?,
+                "with_completion_tokens": r.get::<_, u64>(5)?,
+                "completion_tokens": r.get::<_, Option<u64>>(6)?,
+                "with_cost_usd": r.get::<_, u64>(7)?,
+                "cost_usd": r.get::<_, Option<f64>>(8)?.map(round6),
+            }))
+        })
+        .map_err(sqlerr(path))?;
+    rows.collect::<Result<Vec<_>, _>>().map_err(sqlerr(path)).map(Value::Array)
+}
+
+/// Attempts per task (histogram of attempt counts) and per environment.
+fn attempts(conn: &Connection, path: &Path) -> Result<Value, LibraryError> {
+    let mut st = conn
+        .prepare("SELECT attempts, count(*) FROM tasks GROUP BY attempts ORDER BY attempts")
+        .map_err(sqlerr(path))?;
+    let per_task: Vec<Value> = st
+        .query_map([], |r| Ok(json!({"attempts": r.get::<_, u64>(0)?, "tasks": r.get::<_, u64>(1)?})))
+        .map_err(sqlerr(path))?
+        .collect::<Result<_, _>>()
+        .map_err(sqlerr(path))?;
+    let mut st = conn
+        .prepare(
+            "SELECT environment, count(*), count(DISTINCT task_key), max(n) FROM trajectories
+             JOIN (SELECT task_key AS k, coalesce(environment, '') AS e, count(*) AS n FROM trajectories GROUP BY 1, 2)
+               ON k = task_key AND e = coalesce(environment, '')
+             GROUP BY environment ORDER BY count(*) DESC, environment",
+        )
+        .map_err(sqlerr(path))?;
+    let per_env: Vec<Value> = st
+        .query_map([], |r| {
+            Ok(json!({"environment": r.get::<_, Option<String>>(0)?, "attempts": r.get::<_, u64>(1)?,
+                      "tasks": r.get::<_, u64>(2)?, "max_attempts_per_task": r.get::<_, u64>(3)?}))
+        })
+        .map_err(sqlerr(path))?
+        .collect::<Result<_, _>>()
+        .map_err(sqlerr(path))?;
+    Ok(json!({"per_task": per_task, "per_environment": per_env}))
+}
+
+/// The whole summary (`evaluation/summary.json`).
+pub fn compute(conn: &Connection, path: &Path) -> Result<Value, LibraryError> {
+    let q = |sql: &str| one_u64(conn, path, sql);
+    let (success, failure) = (
+        q("SELECT count(*) FROM trajectories WHERE status = 'success'")?,
+        q("SELECT count(*) FROM trajectories WHERE status = 'failure'")?,
+    );
+    let tasks = q("SELECT count(*) FROM tasks")?;
+    let solved = q("SELECT count(*) FROM tasks WHERE success > 0")?;
+    let known_tasks = q("SELECT count(*) FROM tasks WHERE success + failure > 0")?;
+    let mut by = serde_json::Map::new();
+    for (name, column) in BY_KEYS {
+        by.insert(name.to_string(), serde_json::to_value(outcomes_by(conn, path, column)?).unwrap_or_default());
+    }
+    let top_tools: Vec<Value> = conn
+        .prepare("SELECT name, count(*) FROM tool_calls GROUP BY name ORDER BY count(*) DESC, name LIMIT 20")
+        .and_then(|mut st| {
+            st.query_map([], |r| Ok(json!({"name": r.get::<_, String>(0)?, "calls": r.get::<_, u64>(1)?})))?
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(sqlerr(path))?;
+    Ok(json!({
+        "description": "recorded-agent performance, computed from evaluation/per_trajectory.jsonl.gz and index.sqlite by trajkit build; see docs/library.md",
+        "attempts": q("SELECT count(*) FROM trajectories")?,
+        "tasks": tasks,
+        "sources": q("SELECT count(DISTINCT source) FROM trajectories")?,
+        "outcomes": {
+            "success": success,
+            "failure": failure,
+            "unknown": q("SELECT count(*) FROM trajectories WHERE status = 'unknown'")?,
+            "success_rate_known": rate(success, failure),
+        },
+        "tasks_solved_at_least_once": {
+            "solved": solved,
+            "tasks": tasks,
+            "tasks_with_known_outcome": known_tasks,
+            "fraction_of_tasks": (tasks > 0).then(|| round6(solved as f64 / tasks as f64)),
+            "fraction_of_tasks_with_known_outcome": (known_tasks > 0).then(|| round6(solved as f64 / known_tasks as f64)),
+        },
+        "by": by,
+        "attempts_distribution": attempts(conn, path)?,
+        "at_k": at_k(conn, path)?,
+        "actions": {
+            "steps": distribution(conn, path, "steps")?,
+            "decisions": distribution(conn, path, "decisions")?,
+            "tool_calls": distribution(conn, path, "tool_calls")?,
+            "top_tools": top_tools,
+        },
+        "usage": {
+            "description": "tokens and cost as each source publishes them, per source and model; never summed across sources (units and tokenizers differ)",
+            "by_source_model": usage(conn, path)?,
+            "latency": {"status": "not_available", "reason": "no reader maps a run duration; step timestamps are kept in the index (steps.timestamp)"},
+        },
+        "quality": {
+            "structural_valid": q("SELECT count(*) FROM trajectories WHERE structural_valid")?,
+            "complete": q("SELECT count(*) FROM trajectories WHERE complete")?,
+            "sft_eligible": q("SELECT count(*) FROM trajectories WHERE sft_eligible")?,
+            "training_eligible": q("SELECT count(*) FROM trajectories WHERE training_eligible")?,
+            "verification": verification_counts(conn, path)?,
+        },
+        "duplicates": {
+            "groups": q("SELECT count(*) FROM duplicate_groups")?,
+            "groups_with_duplicates": q("SELECT count(*) FROM duplicate_groups WHERE size > 1")?,
+            "trajectories_in_duplicate_groups": q("SELECT coalesce(sum(size), 0) FROM duplicate_groups WHERE size > 1")?,
+        },
+        "rejected_records": q("SELECT coalesce(sum(rejected), 0) FROM files")?,
+    }))
+}
+
+fn verification_counts(conn: &Connection, path: &Path) -> Result<Value, LibraryError> {
+    let mut out = serde_json::Map::new();
+    let mut st = conn
+        .prepare("SELECT verification, count(*) FROM trajectories GROUP BY verification ORDER BY verification")
+        .map_err(sqlerr(path))?;
+    let rows = st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, u64>(1)?))).map_err(sqlerr(path))?;
+    for row in rows {
+        let (k, v) = row.map_err(sqlerr(path))?;
+        out.insert(k, json!(v));
+    }
+    Ok(Value::Object(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn estimators_match_closed_forms() {
+        // n = 5, c = 2, k = 2: pass@2 = 1 - C(3,2)/C(5,2) = 1 - 3/10.
+        assert!((pass_at_k(5, 2, 2) - 0.7).abs() < 1e-12);
+        // pass^2 = C(2,2)/C(5,2) = 1/10.
+        assert!((pass_hat_k(5, 2, 2) - 0.1).abs() < 1e-12);
+        assert_eq!(pass_at_k(3, 0, 1), 0.0);
+        assert_eq!(pass_at_k(3, 3, 3), 1.0);
+        assert_eq!(pass_hat_k(3, 1, 2), 0.0);
+        assert!((pass_at_k(4, 1, 1) - 0.25).abs() < 1e-12);
+    }
+}

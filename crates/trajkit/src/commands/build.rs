@@ -1,0 +1,142 @@
+//! `trajkit build`: the library (canonical shards, index, evaluation rows, summary,
+//! coverage, manifest), with progress bars on a terminal.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use indicatif::{ProgressBar, ProgressStyle};
+use trajkit_formats::FileReport;
+use trajkit_library::{BuildOptions, Progress, SplitConfig};
+
+/// Options of `trajkit build`.
+#[derive(clap::Args)]
+pub struct BuildArgs {
+    /// Files or directories; optional with --registry (then the registry's paths are read).
+    pub paths: Vec<PathBuf>,
+    /// The library directory to write (replaced atomically; must be a library or absent).
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Source registry (sources.toml): names, licenses, roles, success rules.
+    #[arg(long, value_name = "FILE")]
+    pub registry: Option<PathBuf>,
+    /// Force a format for every file (a registry source's own format wins).
+    #[arg(long)]
+    pub format: Option<String>,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Join outcomes from a SWE-bench style report by task id (never overrides a record's own).
+    #[arg(long, value_name = "FILE")]
+    pub outcomes: Option<PathBuf>,
+    /// Fail (and keep the previous library) at the first rejected record.
+    #[arg(long)]
+    pub strict: bool,
+    /// No progress bars or warnings on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Fraction of tasks in the train split.
+    #[arg(long, default_value_t = 0.8)]
+    pub train: f64,
+    /// Fraction of tasks in the validation split.
+    #[arg(long, default_value_t = 0.1)]
+    pub validation: f64,
+    /// Fraction of tasks in the test split.
+    #[arg(long, default_value_t = 0.1)]
+    pub test: f64,
+    /// Salt of the task-key hash that assigns splits.
+    #[arg(long, default_value = "trajkit-split-v1")]
+    pub split_salt: String,
+    /// Uncompressed MiB of canonical JSON per shard.
+    #[arg(long, default_value_t = 256)]
+    pub shard_mib: u64,
+}
+
+/// Bars on stderr: bytes of input read, files, trajectories; then the later stages.
+struct Bars {
+    bar: ProgressBar,
+    quiet: bool,
+}
+
+impl Progress for Bars {
+    fn start(&self, files: u64, bytes: u64) {
+        self.bar.set_length(bytes);
+        self.bar.set_message(format!("0/{files} files"));
+    }
+    fn file_done(&self, report: &FileReport, bytes: u64, trajectories: u64) {
+        self.bar.inc(bytes);
+        self.bar.set_message(format!("{trajectories} trajectories  {}", report.path));
+    }
+    fn stage(&self, name: &str) {
+        self.bar.set_message(name.to_string());
+    }
+    fn warn(&self, message: &str) {
+        if !self.quiet {
+            self.bar.suspend(|| eprintln!("trajkit: warning: {message}"));
+        }
+    }
+}
+
+fn bar(quiet: bool) -> ProgressBar {
+    if quiet || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(0);
+    if let Ok(style) = ProgressStyle::with_template(
+        "{spinner} [{elapsed_precise}] {bar:30} {bytes}/{total_bytes} {binary_bytes_per_sec}  {msg}",
+    ) {
+        bar.set_style(style);
+    }
+    bar
+}
+
+pub fn run(args: &BuildArgs) -> Result<u8> {
+    let mut pool = rayon::ThreadPoolBuilder::new();
+    if let Some(n) = args.threads.filter(|n| *n > 0) {
+        pool = pool.num_threads(n);
+    }
+    pool.build_global()?;
+    if args.paths.is_empty() && args.registry.is_none() {
+        anyhow::bail!("give input paths, or a --registry whose sources name them");
+    }
+    let opts = BuildOptions {
+        inputs: args.paths.clone(),
+        registry: args.registry.clone(),
+        output: args.output.clone(),
+        split: SplitConfig {
+            train: args.train,
+            validation: args.validation,
+            test: args.test,
+            salt: args.split_salt.clone(),
+        },
+        format: args.format.clone(),
+        outcomes: args.outcomes.clone(),
+        strict: args.strict,
+        shard_bytes: args.shard_mib.max(1) << 20,
+        threads: rayon::current_num_threads(),
+    };
+    let bars = Bars { bar: bar(args.quiet), quiet: args.quiet };
+    let summary = trajkit_library::build(&opts, &bars)?;
+    bars.bar.finish_and_clear();
+    if let Some(failure) = &summary.strict_failure {
+        eprintln!("trajkit: --strict: {failure}");
+        eprintln!("trajkit: no library written; {} is unchanged", args.output.display());
+        return Ok(1);
+    }
+    if !args.quiet {
+        eprintln!(
+            "built {}: {} files ({} unreadable), {} records, {} trajectories, {} rejected, {} shard(s)",
+            args.output.display(),
+            summary.files,
+            summary.unreadable,
+            summary.records,
+            summary.trajectories,
+            summary.rejected,
+            summary.shards
+        );
+    }
+    if summary.trajectories == 0 && summary.records == 0 {
+        return Ok(2);
+    }
+    Ok(u8::from(summary.rejected > 0 || summary.unreadable > 0))
+}

@@ -1,0 +1,131 @@
+//! `trajkit stats`: recorded-agent performance of a library, recomputed from its index.
+
+use std::path::Path;
+
+use anyhow::{bail, Result};
+use serde_json::Value;
+use trajkit_library::stats::{self, OutcomeRow, BY_KEYS};
+use trajkit_library::Library;
+
+use crate::table::render;
+
+fn num(v: &Value) -> String {
+    match v {
+        Value::Null => "-".into(),
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if n.is_f64() => format!("{f:.3}"),
+            _ => n.to_string(),
+        },
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn outcome_table(rows: &[OutcomeRow], key: &str) -> String {
+    let header: Vec<String> =
+        [key, "attempts", "tasks", "success", "failure", "unknown", "success_rate_known", "tasks_solved"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                if r.key.is_null() { "(none)".into() } else { num(&r.key) },
+                r.attempts.to_string(),
+                r.tasks.to_string(),
+                r.success.to_string(),
+                r.failure.to_string(),
+                r.unknown.to_string(),
+                r.success_rate_known.map_or("-".into(), |x| format!("{x:.3}")),
+                r.tasks_solved.to_string(),
+            ]
+        })
+        .collect();
+    render(&header, &body)
+}
+
+fn k_table(section: &Value, columns: &[&str]) -> String {
+    let header: Vec<String> = columns.iter().map(|s| s.to_string()).collect();
+    let rows: Vec<Vec<String>> = section["by_k"]
+        .as_array()
+        .map(|a| a.iter().map(|r| columns.iter().map(|c| num(&r[*c])).collect()).collect())
+        .unwrap_or_default();
+    render(&header, &rows)
+}
+
+pub fn run(library: &Path, by: Option<&str>, json: bool) -> Result<u8> {
+    let lib = Library::open(library)?;
+    let index = lib.root().join("index.sqlite");
+    let conn = trajkit_library::index::open_read_only(&index)?;
+    if let Some(by) = by {
+        let Some((_, column)) = BY_KEYS.iter().find(|(k, _)| *k == by) else {
+            bail!("--by must be one of {}", BY_KEYS.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", "));
+        };
+        let rows = stats::outcomes_by(&conn, &index, column)?;
+        if json {
+            println!("{}", serde_json::to_string_pretty(&rows)?);
+        } else {
+            print!("{}", outcome_table(&rows, by));
+        }
+        return Ok(0);
+    }
+    let s = stats::compute(&conn, &index)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&s)?);
+        return Ok(0);
+    }
+    print_summary(&s, &conn, &index)?;
+    Ok(0)
+}
+
+fn print_summary(s: &Value, conn: &rusqlite::Connection, index: &Path) -> Result<()> {
+    let o = &s["outcomes"];
+    let solved = &s["tasks_solved_at_least_once"];
+    println!("{} attempts of {} tasks from {} sources", s["attempts"], s["tasks"], s["sources"]);
+    println!(
+        "outcomes: {} success, {} failure, {} unknown (success rate over known outcomes: {})",
+        o["success"],
+        o["failure"],
+        o["unknown"],
+        num(&o["success_rate_known"])
+    );
+    println!(
+        "tasks solved at least once: {} of {} ({} of {} tasks with a known outcome)",
+        solved["solved"], solved["tasks"], solved["solved"], solved["tasks_with_known_outcome"]
+    );
+    println!("\nby source:");
+    print!("{}", outcome_table(&stats::outcomes_by(conn, index, "source")?, "source"));
+    println!("\nby model:");
+    print!("{}", outcome_table(&stats::outcomes_by(conn, index, "model")?, "model"));
+    let at_k = &s["at_k"];
+    println!("\nsuccess@k, descriptive (first k attempts per source/model/task in source-locator order):");
+    print!(
+        "{}",
+        k_table(&at_k["success_at_k_empirical"], &["k", "groups", "success", "failure", "unknown", "rate_known"])
+    );
+    println!("\npass@k, estimate (unbiased estimator over attempts of known outcome):");
+    print!("{}", k_table(&at_k["pass_at_k_estimate"], &["k", "groups", "estimate"]));
+    println!("\npass^k, estimate:");
+    print!("{}", k_table(&at_k["pass_hat_k_estimate"], &["k", "groups", "estimate"]));
+    println!("\nactions per attempt:");
+    let header: Vec<String> =
+        ["", "total", "min", "median", "mean", "p90", "max"].iter().map(|s| s.to_string()).collect();
+    let rows: Vec<Vec<String>> = ["steps", "decisions", "tool_calls"]
+        .iter()
+        .map(|k| {
+            let d = &s["actions"][*k];
+            std::iter::once(k.to_string())
+                .chain(["total", "min", "median", "mean", "p90", "max"].iter().map(|c| num(&d[*c])))
+                .collect()
+        })
+        .collect();
+    print!("{}", render(&header, &rows));
+    let q = &s["quality"];
+    println!(
+        "\nquality: {} structurally valid, {} complete, {} SFT-eligible, {} training-eligible; {} duplicate groups with more than one trajectory; {} records rejected",
+        q["structural_valid"], q["complete"], q["sft_eligible"], q["training_eligible"],
+        s["duplicates"]["groups_with_duplicates"], s["rejected_records"]
+    );
+    Ok(())
+}
