@@ -388,8 +388,9 @@ fn compare(root: &Path, f: &FileEntry, size: u64) -> Result<(Option<Changed>, u6
     Ok((differs.then(|| changed(n, Some(sha))), n))
 }
 
-/// `path` relative to `root` as a `/`-separated string, when it lies inside `root`.
-fn relative_inside(root: &Path, path: &Path) -> Option<String> {
+/// `path` relative to `root` as a `/`-separated string, when it lies inside `root` (both
+/// resolved through the file system, so `./x/../DIR/m.json` counts).
+pub fn relative_inside(root: &Path, path: &Path) -> Option<String> {
     let root = std::fs::canonicalize(root).ok()?;
     let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let full = std::fs::canonicalize(parent).ok()?.join(path.file_name()?);

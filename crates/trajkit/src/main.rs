@@ -71,6 +71,8 @@ enum Command {
     },
     /// Print the JSON Schema of the canonical record.
     Schema,
+    /// Publication manifests: every file with size and SHA-256 (create), checked by verify.
+    Manifest(commands::manifest::ManifestArgs),
 }
 
 /// mimalloc's `purge_delay` option (its index in `mi_option_e`, the same in mimalloc v2 and v3).
@@ -99,6 +101,7 @@ fn main() -> ExitCode {
         Command::Validate { read, strict, json } => commands::validate::run(&read, strict, json),
         Command::Convert { read, output } => commands::convert::run(&read, &output),
         Command::Schema => commands::schema::run(),
+        Command::Manifest(args) => commands::manifest::run(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -2,6 +2,7 @@
 
 pub mod convert;
 pub mod inspect;
+pub mod manifest;
 pub mod schema;
 pub mod validate;
 
