@@ -95,6 +95,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Publication manifests: every file with size and SHA-256 (create), checked by verify.
+    Manifest(commands::manifest::ManifestArgs),
 }
 
 /// mimalloc's `purge_delay` option (its index in `mi_option_e`, the same in mimalloc v2 and v3).
@@ -126,6 +128,7 @@ fn main() -> ExitCode {
         Command::Build(args) => commands::build::run(&args),
         Command::Stats { library, by, json } => commands::stats::run(&library, by.as_deref(), json),
         Command::Query { library, sql, json } => commands::query::run(&library, &sql, json),
+        Command::Manifest(args) => commands::manifest::run(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

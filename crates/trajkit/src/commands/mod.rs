@@ -4,6 +4,7 @@ pub mod build;
 pub mod convert;
 pub mod inspect;
 pub mod query;
+pub mod manifest;
 pub mod schema;
 pub mod stats;
 pub mod validate;

@@ -1,0 +1,90 @@
+//! The publication commands' contract: manifest, redact, ledger, diagnose, schedule, and
+//! `validate --complete` (exit codes, what is printed, what is written). Real fixtures
+//! where a published file shows the case; synthetic trees where the case is tampering.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn trajkit(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_trajkit")).args(args).output().expect("run trajkit")
+}
+
+fn real(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/real").join(rel)
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// A copy of a real fixture directory in a temporary directory.
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let dest = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&dest).unwrap();
+            copy_tree(&entry.path(), &dest);
+        } else {
+            std::fs::copy(entry.path(), dest).unwrap();
+        }
+    }
+}
+
+#[test]
+fn manifest_create_then_verify_on_a_real_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&real("claude_code"), dir.path());
+    let out = trajkit(&["manifest", "create", s(dir.path())]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let digest = text(&out.stdout).trim().to_string();
+    assert_eq!(digest.len(), 64);
+    assert!(text(&out.stderr).contains(": 11 files, 3610283 bytes"), "{}", text(&out.stderr));
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["manifest_sha256"], digest.as_str());
+    assert_eq!(m["excluded"], serde_json::json!(["manifest.json"]));
+
+    let ok = trajkit(&["manifest", "verify", s(dir.path()), "--digest", &digest]);
+    assert_eq!(ok.status.code(), Some(0), "{}{}", text(&ok.stdout), text(&ok.stderr));
+    assert_eq!(text(&ok.stdout), "");
+    assert!(text(&ok.stderr).contains("11 listed, 11 hashed (3610283 bytes): 0 missing, 0 extra, 0 changed, digest ok"));
+
+    std::fs::remove_file(dir.path().join("spotter/short.jsonl")).unwrap();
+    std::fs::write(dir.path().join("spotter/extra.jsonl"), b"{}\n").unwrap();
+    std::fs::write(dir.path().join("NOTICE.md"), b"edited").unwrap();
+    let bad = trajkit(&["manifest", "verify", s(dir.path())]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert_eq!(
+        text(&bad.stdout),
+        "missing  spotter/short.jsonl\nextra    spotter/extra.jsonl\nchanged  NOTICE.md (bytes 3536 -> 6)\n"
+    );
+    let json = trajkit(&["manifest", "verify", s(dir.path()), "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["clean"], false);
+    assert_eq!(v["missing"], serde_json::json!(["spotter/short.jsonl"]));
+    assert_eq!(v["changed"][0]["expected_bytes"], 3536);
+}
+
+#[test]
+fn manifest_verify_exit_codes_for_a_wrong_digest_and_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), b"a").unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let m = out.path().join("m.json");
+    assert_eq!(trajkit(&["manifest", "create", s(dir.path()), "-o", s(&m)]).status.code(), Some(0));
+    let wrong = "0".repeat(64);
+    let r = trajkit(&["manifest", "verify", s(dir.path()), "--manifest", s(&m), "--digest", &wrong]);
+    assert_eq!(r.status.code(), Some(1));
+    assert!(text(&r.stdout).contains(&format!("expected {wrong}")), "{}", text(&r.stdout));
+    // No manifest in the tree, a bad digest argument, a missing directory: errors.
+    assert_eq!(trajkit(&["manifest", "verify", s(dir.path())]).status.code(), Some(2));
+    assert_eq!(trajkit(&["manifest", "verify", s(dir.path()), "--digest", "xyz"]).status.code(), Some(2));
+    let gone = trajkit(&["manifest", "create", "/nonexistent/tree"]);
+    assert_eq!(gone.status.code(), Some(2));
+    assert!(text(&gone.stderr).contains("/nonexistent/tree: not a directory"), "{}", text(&gone.stderr));
+}
