@@ -94,8 +94,22 @@ struct Planned {
     bytes: u64,
 }
 
+/// Something written into the finished library before its manifest (the gallery): it
+/// gets the library opened from the staging directory.
+pub type Finisher<'a> = &'a dyn Fn(&crate::read::Library) -> Result<(), String>;
+
 /// Builds the library at `opts.output`.
 pub fn build(opts: &BuildOptions, progress: &dyn Progress) -> Result<BuildSummary, LibraryError> {
+    build_with(opts, progress, None)
+}
+
+/// Builds the library, running `finisher` on the complete library before the manifest
+/// is written and the library swapped into place.
+pub fn build_with(
+    opts: &BuildOptions,
+    progress: &dyn Progress,
+    finisher: Option<Finisher>,
+) -> Result<BuildSummary, LibraryError> {
     opts.split.validate().map_err(|m| LibraryError::Invalid { path: opts.output.clone(), message: m })?;
     layout::check_target(&opts.output)?;
     let registry = match &opts.registry {
@@ -120,6 +134,16 @@ pub fn build(opts: &BuildOptions, progress: &dyn Progress) -> Result<BuildSummar
     if summary.strict_failure.is_some() {
         return Ok(summary); // the staging directory is removed on drop; the old library stays
     }
+    if let Some(finish) = finisher {
+        let lib = crate::read::Library::open(staging.path())?;
+        finish(&lib).map_err(|message| LibraryError::Invalid { path: opts.output.clone(), message })?;
+    }
+    progress.stage("manifest");
+    let manifest_path = staging.path().join(trajkit_verify::manifest::DEFAULT_NAME);
+    let manifest = trajkit_verify::manifest::create(staging.path(), &[trajkit_verify::manifest::DEFAULT_NAME])
+        .map_err(|e| LibraryError::Invalid { path: manifest_path.clone(), message: e.to_string() })?;
+    trajkit_verify::manifest::write(&manifest, &manifest_path)
+        .map_err(|e| LibraryError::Invalid { path: manifest_path.clone(), message: e.to_string() })?;
     staging.commit()?;
     Ok(summary)
 }

@@ -15,7 +15,7 @@ pub mod shards;
 pub mod split;
 pub mod stats;
 
-pub use build::{build, BuildOptions, BuildSummary, Progress, Quiet};
+pub use build::{build, build_with, BuildOptions, BuildSummary, Finisher, Progress, Quiet};
 pub use error::LibraryError;
 pub use read::{Library, Records, Rows, LIBRARY_KIND, ROWS_PATH};
 pub use registry::Registry;

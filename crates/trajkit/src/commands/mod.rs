@@ -3,8 +3,8 @@
 pub mod build;
 pub mod convert;
 pub mod inspect;
-pub mod query;
 pub mod manifest;
+pub mod query;
 pub mod schema;
 pub mod stats;
 pub mod validate;
