@@ -344,6 +344,13 @@ fn build_into(
             paths: serde_json::to_string(&src.paths).unwrap_or_default(),
         });
     }
+    for (key, value) in [
+        ("trajkit_version", env!("CARGO_PKG_VERSION").to_string()),
+        ("record_schema_version", trajkit_model::SCHEMA_VERSION.to_string()),
+        ("split", serde_json::to_string(&opts.split).unwrap_or_default()),
+    ] {
+        index.send(Msg::Meta(key.to_string(), value));
+    }
     let file_numbers: HashMap<String, u64> =
         plan.iter().enumerate().map(|(i, p)| (p.file.display.clone(), i as u64)).collect();
     let sizes: HashMap<String, u64> = plan.iter().map(|p| (p.file.display.clone(), p.bytes)).collect();

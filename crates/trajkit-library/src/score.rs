@@ -254,3 +254,103 @@ fn has_content(s: &Step) -> bool {
         Some(_) => true,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Synthetic records: each pins one rule on a shape no real fixture isolates.
+    use super::*;
+
+    fn record(steps: serde_json::Value) -> Trajectory {
+        serde_json::from_value(serde_json::json!({
+            "id": "t", "schema_version": trajkit_model::SCHEMA_VERSION,
+            "provenance": {"format": "test", "path": "x", "sha256": "00"},
+            "task": {"key": "k", "key_source": "explicit"},
+            "outcome": {"status": "unknown", "verification": "unverified"},
+            "steps": steps
+        }))
+        .expect("record")
+    }
+
+    fn call(id: &str) -> serde_json::Value {
+        serde_json::json!({"id": id, "name": "bash", "arguments": {}})
+    }
+
+    #[test]
+    fn a_result_before_its_call_and_an_unknown_result_break_linkage() {
+        let t = record(serde_json::json!([
+            {"role": "user", "content": "go"},
+            {"role": "tool", "tool_results": [{"call_id": "a", "content": "early"}]},
+            {"role": "assistant", "tool_calls": [call("a")]},
+            {"role": "tool", "tool_results": [{"call_id": "zzz", "content": "?"}]},
+            {"role": "assistant", "content": "done"}
+        ]));
+        let p = structural_problems(&t);
+        assert_eq!(
+            p,
+            vec![
+                "step 1: tool step before any tool call",
+                "step 1: result for call \"a\" comes before the call",
+                "step 3: result for unknown call \"zzz\"",
+                // The early result does not count: the call itself is never answered.
+                "step 2: tool call \"a\" has no result",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_call_left_unanswered_before_the_last_decision_is_a_problem_and_lacks_context() {
+        let t = record(serde_json::json!([
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "tool_calls": [call("a")]},
+            {"role": "assistant", "tool_calls": [call("b")]},
+            {"role": "tool", "tool_results": [{"call_id": "b", "content": "ok"}]},
+            {"role": "assistant", "tool_calls": [call("c")]}
+        ]));
+        assert_eq!(structural_problems(&t), vec!["step 1: tool call \"a\" has no result"]);
+        // Decision 2 saw no result of call a; decisions 1 and 3 had context.
+        assert_eq!(completeness(&t), Some(2.0 / 3.0));
+        let s = score(&t, Status::Unknown);
+        assert!(!s.sft_eligible);
+        assert_eq!(s.quality_tier, 0);
+    }
+
+    #[test]
+    fn results_on_the_deciding_step_count_as_observations() {
+        // ATIF keeps a step's observation on the step itself.
+        let t = record(serde_json::json!([
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "tool_calls": [call("a")], "tool_results": [{"call_id": "a", "content": "1"}]},
+            {"role": "assistant", "tool_calls": [call("b")], "tool_results": [{"content": "2"}]},
+            {"role": "assistant", "content": "done"}
+        ]));
+        assert!(structural_problems(&t).is_empty());
+        assert_eq!(completeness(&t), Some(1.0));
+        let s = score(&t, Status::Success);
+        assert!(s.sft_eligible);
+        assert_eq!((s.decisions, s.quality_tier), (3, 3));
+    }
+
+    #[test]
+    fn timestamps_of_one_shape_must_not_go_backwards() {
+        let t = record(serde_json::json!([
+            {"role": "user", "content": "go", "timestamp": "2025-01-01T10:00:05Z"},
+            {"role": "assistant", "content": "a", "timestamp": "2025-01-01T10:00:04Z"},
+            {"role": "user", "content": "b", "timestamp": "2025-01-01T09:00:00.000+01:00"}
+        ]));
+        assert_eq!(
+            structural_problems(&t),
+            vec!["step 1: timestamp 2025-01-01T10:00:04Z is earlier than step 0's 2025-01-01T10:00:05Z"]
+        );
+    }
+
+    #[test]
+    fn tiers_are_ordered() {
+        use Verification::*;
+        assert_eq!(tier(false, false, Status::Success, SourceEvaluator), 0);
+        assert_eq!(tier(true, false, Status::Success, SourceEvaluator), 1);
+        assert_eq!(tier(true, true, Status::Unknown, SourceEvaluator), 2);
+        assert_eq!(tier(true, true, Status::Failure, SourceReported), 3);
+        assert_eq!(tier(true, true, Status::Failure, SourceEvaluator), 4);
+        assert_eq!(tier(true, true, Status::Success, IndependentlyReproduced), 4);
+    }
+}
