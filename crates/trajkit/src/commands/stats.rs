@@ -121,11 +121,41 @@ fn print_summary(s: &Value, conn: &rusqlite::Connection, index: &Path) -> Result
         })
         .collect();
     print!("{}", render(&header, &rows));
+    let per_task: Vec<String> = s["attempts_distribution"]["per_task"]
+        .as_array()
+        .map(|a| a.iter().map(|r| format!("{} with {}", r["tasks"], r["attempts"])).collect())
+        .unwrap_or_default();
+    println!("\ntasks by attempt count: {}", per_task.join(", "));
+    println!("\ntokens and cost as sources publish them (never summed across sources):");
+    let header: Vec<String> = ["source", "model", "attempts", "prompt_tokens", "completion_tokens", "cost_usd"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let rows: Vec<Vec<String>> = s["usage"]["by_source_model"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|r| {
+                    let with = |v: &str, n: &str| format!("{} ({} of {})", num(&r[v]), r[n], r["attempts"]);
+                    vec![
+                        num(&r["source"]),
+                        if r["model"].is_null() { "(none)".into() } else { num(&r["model"]) },
+                        num(&r["attempts"]),
+                        with("prompt_tokens", "with_prompt_tokens"),
+                        with("completion_tokens", "with_completion_tokens"),
+                        with("cost_usd", "with_cost_usd"),
+                    ]
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    print!("{}", render(&header, &rows));
     let q = &s["quality"];
     println!(
         "\nquality: {} structurally valid, {} complete, {} SFT-eligible, {} training-eligible; {} duplicate groups with more than one trajectory; {} records rejected",
         q["structural_valid"], q["complete"], q["sft_eligible"], q["training_eligible"],
         s["duplicates"]["groups_with_duplicates"], s["rejected_records"]
     );
+    println!("\n(--json for everything, including outcomes by scaffold, family and tier)");
     Ok(())
 }
