@@ -236,10 +236,16 @@ fn output_must_be_a_library_and_strict_keeps_the_old_one() {
         .filter(|n| n.starts_with(".lib."))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
+    // A build killed with -9 leaves its staging directory behind (never the library):
+    // the next build removes it.
+    let killed = dir.path().join(".lib.trajkit-build-1-2");
+    std::fs::create_dir_all(killed.join("canonical")).unwrap();
+    std::fs::write(killed.join("canonical/part-00000.jsonl.zst"), b"half").unwrap();
     // A second good build replaces the library.
     let out = trajkit(&["build", "-q", s(&repo("examples/corpus/swe_agent")), "-o", s(&lib)]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(rows(&lib).len(), 2);
+    assert!(!killed.exists());
 }
 
 #[test]
