@@ -145,6 +145,7 @@ pub fn build_with(
     trajkit_verify::manifest::write(&manifest, &manifest_path)
         .map_err(|e| LibraryError::Invalid { path: manifest_path.clone(), message: e.to_string() })?;
     staging.commit()?;
+    progress.stage("done");
     Ok(summary)
 }
 
@@ -355,6 +356,7 @@ fn build_into(
         plan.iter().enumerate().map(|(i, p)| (p.file.display.clone(), i as u64)).collect();
     let sizes: HashMap<String, u64> = plan.iter().map(|p| (p.file.display.clone(), p.bytes)).collect();
     progress.start(plan.len() as u64, plan.iter().map(|p| p.bytes).sum());
+    progress.stage("reading");
     let mut sink = LibrarySink {
         index: &index,
         shards: ShardWriter::new(&dir.join("canonical"), opts.shard_bytes, opts.threads)?,
@@ -411,11 +413,13 @@ fn build_into(
     }
     progress.stage("indexing");
     crate::index::finalize(&conn, &index_path)?;
-    progress.stage("statistics");
+    progress.stage("evaluation rows");
     rows_out::write_rows(&conn, &index_path, &dir.join(crate::read::ROWS_PATH))?;
+    progress.stage("statistics");
     let stats = stats::compute(&conn, &index_path)?;
     layout::write_json(&dir.join("evaluation/summary.json"), &stats)?;
     layout::write_json(&dir.join("evaluation/model_imitation.json"), &model_imitation())?;
+    progress.stage("coverage");
     layout::write_json(&dir.join("coverage.json"), &coverage::coverage(registry, &reports, &conn, &index_path)?)?;
     drop(conn);
     layout::write_json(&dir.join("build.json"), &build_info(opts, registry, &summary))?;

@@ -54,8 +54,8 @@ INSERT INTO duplicate_groups
   SELECT duplicate_group, content_digest, count(*), json_group_array(id)
   FROM (SELECT duplicate_group, content_digest, id FROM trajectories ORDER BY ordinal)
   GROUP BY content_digest ORDER BY duplicate_group, content_digest;
-UPDATE trajectories SET duplicate_group_size =
-  (SELECT size FROM duplicate_groups g WHERE g.content_digest = trajectories.content_digest);
+UPDATE trajectories SET duplicate_group_size = g.size
+  FROM duplicate_groups AS g WHERE g.duplicate_group = trajectories.duplicate_group;
 UPDATE trajectories SET task_rank = r.rank FROM (
   SELECT ordinal, row_number() OVER (
     PARTITION BY task_key, coalesce(environment, '')

@@ -56,6 +56,8 @@ pub struct BuildArgs {
 struct Bars {
     bar: ProgressBar,
     quiet: bool,
+    /// `TRAJKIT_TIMING=1`: print the elapsed time at each stage (for benchmarks).
+    timing: Option<std::time::Instant>,
 }
 
 impl Progress for Bars {
@@ -69,6 +71,9 @@ impl Progress for Bars {
     }
     fn stage(&self, name: &str) {
         self.bar.set_message(name.to_string());
+        if let Some(t) = self.timing {
+            self.bar.suspend(|| eprintln!("trajkit: [{:.2}s] {name}", t.elapsed().as_secs_f64()));
+        }
     }
     fn warn(&self, message: &str) {
         if !self.quiet {
@@ -115,7 +120,8 @@ pub fn run(args: &BuildArgs) -> Result<u8> {
         shard_bytes: args.shard_mib.max(1) << 20,
         threads: rayon::current_num_threads(),
     };
-    let bars = Bars { bar: bar(args.quiet), quiet: args.quiet };
+    let timing = std::env::var_os("TRAJKIT_TIMING").map(|_| std::time::Instant::now());
+    let bars = Bars { bar: bar(args.quiet), quiet: args.quiet, timing };
     let summary = trajkit_library::build(&opts, &bars)?;
     bars.bar.finish_and_clear();
     if let Some(failure) = &summary.strict_failure {
