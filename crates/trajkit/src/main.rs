@@ -71,6 +71,17 @@ enum Command {
     },
     /// Print the JSON Schema of the canonical record.
     Schema,
+    /// Write a self-contained HTML page showing a library: summary, charts, example conversations.
+    Gallery {
+        /// Library directory (written by `trajkit build`).
+        library: PathBuf,
+        /// Output HTML file; written atomically.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Example trajectories per source (half successes, half failures when there are).
+        #[arg(long, default_value_t = 4)]
+        examples_per_source: usize,
+    },
 }
 
 /// mimalloc's `purge_delay` option (its index in `mi_option_e`, the same in mimalloc v2 and v3).
@@ -99,6 +110,9 @@ fn main() -> ExitCode {
         Command::Validate { read, strict, json } => commands::validate::run(&read, strict, json),
         Command::Convert { read, output } => commands::convert::run(&read, &output),
         Command::Schema => commands::schema::run(),
+        Command::Gallery { library, output, examples_per_source } => {
+            commands::gallery::run(&library, &output, examples_per_source)
+        }
     };
     match result {
         Ok(code) => ExitCode::from(code),

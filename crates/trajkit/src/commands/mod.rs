@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod convert;
+pub mod gallery;
 pub mod inspect;
 pub mod schema;
 pub mod validate;
