@@ -4,6 +4,7 @@
 
 use super::charts::{histogram, outcome_bars, top_bars};
 use super::html::Html;
+use super::render::clip;
 use super::stats::{Class, Summary};
 
 /// Rows of the sources table; the rest are counted in one line.
@@ -30,7 +31,7 @@ code,pre,.json,.args,.result .text,.call .text{font-family:ui-monospace,SFMono-R
 .legend span{display:inline-block;margin-right:14px;color:var(--muted)}.legend i{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:5px;vertical-align:-1px}
 table{border-collapse:collapse;margin:8px 0;font-size:13px}th,td{border-bottom:1px solid var(--line);padding:4px 10px;text-align:left;vertical-align:top}
 th{background:var(--bg)}td.n{text-align:right;font-variant-numeric:tabular-nums}
-.tables{display:flex;flex-wrap:wrap;gap:24px}
+.tables{display:flex;flex-wrap:wrap;align-items:flex-start;gap:24px}
 .source-info{color:var(--muted);margin:0 0 12px}
 .example{border:1px solid var(--line);border-radius:10px;margin:16px 0 24px;overflow:hidden}
 .example>header{background:var(--bg);padding:12px 16px;border-bottom:1px solid var(--line)}
@@ -83,6 +84,20 @@ pub fn head(library_name: &str) -> Html {
     h
 }
 
+/// Links to the summary and to each source's examples (ids `src-N` in page order).
+fn nav(h: &mut Html, s: &Summary) {
+    h.raw("<nav><a href=\"#summary\">Summary</a> Examples:");
+    for (i, (name, _)) in s.sources_in_page_order().iter().take(MAX_SOURCE_ROWS).enumerate() {
+        let (short, cut) = clip(name, 40);
+        h.raw(" <a href=\"#src-").num(i as u64 + 1).raw("\">").text(short);
+        if cut > 0 {
+            h.raw("…");
+        }
+        h.raw("</a>");
+    }
+    h.raw("</nav>");
+}
+
 fn figure(out: &mut Html, id: &'static str, label: &'static str, value: u64) {
     out.raw("<div><dt>").raw(label).raw("</dt><dd id=\"").raw(id).raw("\">").num(value).raw("</dd></div>");
 }
@@ -90,6 +105,7 @@ fn figure(out: &mut Html, id: &'static str, label: &'static str, value: u64) {
 /// The summary: headline figures, charts, splits, verification and the sources table.
 pub fn summary(s: &Summary) -> Html {
     let mut h = Html::new();
+    nav(&mut h, s);
     h.raw("<section id=\"summary\"><h2>Summary</h2><dl class=\"figures\">");
     figure(&mut h, "fig-trajectories", "trajectories", s.trajectories);
     figure(&mut h, "fig-tasks", "tasks", s.tasks());
