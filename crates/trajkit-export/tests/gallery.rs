@@ -257,3 +257,17 @@ fn the_redaction_hook_sees_every_example_before_it_is_rendered() {
     assert_eq!(ex.matches("[redacted]").count(), 2 + contents + results);
     assert_eq!(report.examples, 4 + 4 + 4 + 2 + 2);
 }
+
+#[test]
+fn an_empty_library_gives_a_page_of_zeros() {
+    let (page, report) = gallery(&[], &GalleryOptions::default());
+    assert_eq!(
+        report,
+        GalleryReport { trajectories: 0, sources: 0, examples: 0, sources_without_examples: 0, bytes: page.len() }
+    );
+    for id in ["fig-trajectories", "fig-tasks", "fig-sources", "fig-success", "fig-failure", "fig-unknown"] {
+        assert_eq!(figure(&page, id), 0, "{id}");
+    }
+    assert!(!page.contains("<article"));
+    assert!(page.ends_with("</html>\n"));
+}

@@ -28,6 +28,8 @@ const MAX_DEPTH: usize = 3;
 const MAX_PARTS: usize = 20;
 /// System messages longer than this are collapsed (system prompts are long and repeated).
 const SYSTEM_OPEN_CHARS: u64 = 400;
+/// Characters of a value in an example's header (paths, keys, ids).
+const FACT_CHARS: usize = 300;
 /// Characters of an example title.
 const TITLE_CHARS: usize = 120;
 /// Bytes kept free for closing markup and notes when deciding whether a block fits.
@@ -64,7 +66,8 @@ fn header(out: &mut Html, row: &Row, t: &Trajectory, max_chars: usize) {
     }
     out.raw("<dt>size</dt><dd>").num(row.steps).raw(" steps · ").num(row.tool_calls).raw(" tool calls · ");
     out.num(row.subagents).raw(" subagents</dd>");
-    out.raw("<dt>provenance</dt><dd><code>").text(&t.provenance.path);
+    out.raw("<dt>provenance</dt><dd><code>");
+    clipped(out, &t.provenance.path, FACT_CHARS);
     if let Some(line) = t.provenance.line {
         out.raw(":").num(line);
     } else if let Some(doc) = t.provenance.document_index {
@@ -72,7 +75,8 @@ fn header(out: &mut Html, row: &Row, t: &Trajectory, max_chars: usize) {
     }
     out.raw("</code> (").text(&t.provenance.format).raw(")</dd>");
     out.raw("<dt>record</dt><dd><code>").text(&row.shard).raw(":").num(row.shard_line).raw("</code> · id <code>");
-    out.text(&t.id).raw("</code></dd></dl>");
+    clipped(out, &t.id, FACT_CHARS);
+    out.raw("</code></dd></dl>");
     if let Some(instruction) = &t.task.instruction {
         out.raw("<details class=\"instruction\"><summary>Task instruction</summary>");
         text_block(out, instruction, max_chars);
@@ -105,7 +109,9 @@ fn badges(out: &mut Html, row: &Row) {
     out.raw("</span><span class=\"badge\">split ").text(&row.split).raw("</span>");
     out.raw("<span class=\"badge\">tier ").num(u64::from(row.quality_tier)).raw("</span>");
     if !row.structural_valid {
-        out.raw("<span class=\"badge warn\">structure: ").text(&row.structural_problems.join("; ")).raw("</span>");
+        out.raw("<span class=\"badge warn\">structure: ");
+        clipped(out, &row.structural_problems.join("; "), FACT_CHARS);
+        out.raw("</span>");
     }
     for (kind, count) in &row.gaps {
         out.raw("<span class=\"badge warn\">gap ").text(kind).raw(" ×").num(*count).raw("</span>");
@@ -114,7 +120,9 @@ fn badges(out: &mut Html, row: &Row) {
 }
 
 fn fact(out: &mut Html, name: &'static str, value: &str) {
-    out.raw("<dt>").raw(name).raw("</dt><dd>").text(value).raw("</dd>");
+    out.raw("<dt>").raw(name).raw("</dt><dd>");
+    clipped(out, value, FACT_CHARS);
+    out.raw("</dd>");
 }
 
 /// Keeps the first `max` characters of `s`; returns them and how many were cut.
@@ -260,7 +268,7 @@ impl Ctx {
         let plan = self.plan(t, shown);
         let mut out = Html::new();
         out.raw("<ol class=\"steps\">");
-        self.spend(40);
+        self.spend(40); // <ol> and the note that may close the list
         let mut placed = vec![false; t.subagents.len()];
         let mut stopped = false;
         'steps: for (i, step) in t.steps[..shown].iter().enumerate() {
@@ -295,7 +303,7 @@ impl Ctx {
             }
         }
         out.raw("</ol>");
-        self.spend(200);
+        self.spend(200); // </ol> and the wrapper of a subagent
         out
     }
 
