@@ -97,6 +97,17 @@ enum Command {
     },
     /// Publication manifests: every file with size and SHA-256 (create), checked by verify.
     Manifest(commands::manifest::ManifestArgs),
+    /// Write a self-contained HTML page showing a library: summary, charts, example conversations.
+    Gallery {
+        /// Library directory (written by `trajkit build`).
+        library: PathBuf,
+        /// Output HTML file; written atomically.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Example trajectories per source (half successes, half failures when there are).
+        #[arg(long, default_value_t = 4)]
+        examples_per_source: usize,
+    },
 }
 
 /// mimalloc's `purge_delay` option (its index in `mi_option_e`, the same in mimalloc v2 and v3).
@@ -129,6 +140,9 @@ fn main() -> ExitCode {
         Command::Stats { library, by, json } => commands::stats::run(&library, by.as_deref(), json),
         Command::Query { library, sql, json } => commands::query::run(&library, &sql, json),
         Command::Manifest(args) => commands::manifest::run(&args),
+        Command::Gallery { library, output, examples_per_source } => {
+            commands::gallery::run(&library, &output, examples_per_source)
+        }
     };
     match result {
         Ok(code) => ExitCode::from(code),

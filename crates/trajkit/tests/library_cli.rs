@@ -150,6 +150,9 @@ fn build_examples_pins_every_figure() {
         ]
     );
     assert_eq!(query(&lib, "SELECT count(*) AS n FROM tool_calls")[0]["n"], 240);
+    // The gallery is part of the library: titled with the library's name, not the staging directory's.
+    let page = std::fs::read_to_string(lib.join("examples.html")).unwrap();
+    assert!(page.contains("<title>") && !page.contains("trajkit-build"), "gallery title names the staging directory");
     // The manifest covers every other file and verifies.
     let out = trajkit(&["manifest", "verify", s(&lib)]);
     assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));

@@ -122,7 +122,17 @@ pub fn run(args: &BuildArgs) -> Result<u8> {
     };
     let timing = std::env::var_os("TRAJKIT_TIMING").map(|_| std::time::Instant::now());
     let bars = Bars { bar: bar(args.quiet), quiet: args.quiet, timing };
-    let summary = trajkit_library::build(&opts, &bars)?;
+    // The gallery is part of the library: written into it before its manifest.
+    let title = args.output.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "library".into());
+    let gallery = |lib: &trajkit_library::Library| -> Result<(), String> {
+        bars.stage("gallery");
+        let out = lib.root().join("examples.html");
+        let opts = trajkit_export::gallery::GalleryOptions { title: Some(&title), ..Default::default() };
+        trajkit_export::gallery::write_gallery(lib, &out, &opts)
+            .map(|_| ())
+            .map_err(|e| format!("writing the gallery: {e}"))
+    };
+    let summary = trajkit_library::build_with(&opts, &bars, Some(&gallery))?;
     bars.bar.finish_and_clear();
     if let Some(failure) = &summary.strict_failure {
         eprintln!("trajkit: --strict: {failure}");

@@ -2,6 +2,7 @@
 
 pub mod build;
 pub mod convert;
+pub mod gallery;
 pub mod inspect;
 pub mod manifest;
 pub mod query;

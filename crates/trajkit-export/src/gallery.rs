@@ -1,1 +1,0 @@
-//! The HTML gallery: a self-contained page showing what a library holds.
