@@ -19,7 +19,7 @@ use crate::rejection::{Problem, Reason, Rejection};
 use crate::report::{FileReport, TrajectoryCounts};
 
 /// How to read.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct Options {
     /// Force this format for every file instead of detecting.
     pub format: Option<String>,
@@ -30,13 +30,34 @@ pub struct Options {
     /// Hand each accepted record to the sink. Without it the record is dropped on the
     /// worker thread that built it (cheaper: no cross-thread frees).
     pub records: bool,
+    /// Computed from each accepted record on the worker thread that built it (in parallel);
+    /// the sink gets the result through `Sink::analyzed` instead of the record.
+    pub analyze: Option<Analyzer>,
 }
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("format", &self.format)
+            .field("canonical", &self.canonical)
+            .field("outcomes", &self.outcomes.is_some())
+            .field("records", &self.records)
+            .field("analyze", &self.analyze.is_some())
+            .finish()
+    }
+}
+
+/// Per-record work done on the worker threads (see `Options::analyze`).
+pub type Analyzer = std::sync::Arc<dyn Fn(&Trajectory) -> Box<dyn std::any::Any + Send> + Send + Sync>;
 
 /// Receives results in input order.
 pub trait Sink {
     /// An accepted top-level trajectory: the record when `Options::records` is set, its
     /// canonical JSON when `Options::canonical` is set.
     fn trajectory(&mut self, file: &InputFile, t: Option<&Trajectory>, canonical: Option<&[u8]>);
+    /// An accepted top-level trajectory when `Options::analyze` is set: what the analyzer
+    /// computed from it, and its canonical JSON when `Options::canonical` is set.
+    fn analyzed(&mut self, _file: &InputFile, _analysis: Box<dyn std::any::Any + Send>, _canonical: Option<&[u8]>) {}
     /// A rejected record.
     fn rejection(&mut self, _r: &Rejection) {}
     /// A file is finished; its figures are final.
@@ -148,6 +169,7 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
     let (done_tx, done_rx) = bounded::<(Batch, Vec<Option<Processed>>)>(2);
     let (canonical, keep) = (opts.canonical, opts.records);
     let outcomes = opts.outcomes.clone();
+    let analyze = opts.analyze.clone();
     let stage = std::thread::spawn(move || {
         for batch in rx {
             let processed: Vec<Option<Processed>> = batch
@@ -155,9 +177,15 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
                 .par_iter()
                 .map(|item| match item {
                     Item::Record(r) => match stage_jobs.get(r.file) {
-                        Some((Some(reader), file)) => {
-                            Some(process(*reader, batch.bytes(r), r, file, canonical, keep, outcomes.as_deref()))
-                        }
+                        Some((Some(reader), file)) => Some(process(
+                            *reader,
+                            batch.bytes(r),
+                            r,
+                            file,
+                            (canonical, keep),
+                            outcomes.as_deref(),
+                            analyze.as_ref(),
+                        )),
                         _ => None,
                     },
                     Item::End(..) => None,
@@ -549,6 +577,7 @@ struct Processed {
 
 struct Accepted {
     trajectory: Option<Box<Trajectory>>,
+    analysis: Option<Box<dyn std::any::Any + Send>>,
     counts: TrajectoryCounts,
     rollout_key: Option<String>,
     canonical: Option<Vec<u8>>,
@@ -559,9 +588,9 @@ fn process(
     bytes: &[u8],
     rec: &OwnedRecord,
     file: &InputFile,
-    canonical: bool,
-    keep: bool,
+    (canonical, keep): (bool, bool),
     outcomes: Option<&crate::outcomes::OutcomeTable>,
+    analyze: Option<&Analyzer>,
 ) -> Processed {
     let sha: [u8; 32] = Sha256::digest(bytes).into();
     if let Some(problem) = &rec.problem {
@@ -580,6 +609,7 @@ fn process(
             match seal_and_serialize(&mut trajectory, canonical, bytes.len()) {
                 Ok(out) => Ok(Accepted {
                     counts: TrajectoryCounts::of(&trajectory),
+                    analysis: analyze.map(|f| f(&trajectory)),
                     trajectory: keep.then_some(trajectory),
                     rollout_key,
                     canonical: out,
@@ -662,7 +692,10 @@ fn apply(plan: &mut Plan, state: &mut FileState, rec: &OwnedRecord, p: Processed
             }
             state.seen.insert(p.sha);
             plan.report.add_trajectory(&acc.counts);
-            sink.trajectory(&plan.file, acc.trajectory.as_deref(), acc.canonical.as_deref());
+            match acc.analysis {
+                Some(analysis) => sink.analyzed(&plan.file, analysis, acc.canonical.as_deref()),
+                None => sink.trajectory(&plan.file, acc.trajectory.as_deref(), acc.canonical.as_deref()),
+            }
         }
     }
 }
@@ -689,7 +722,7 @@ mod tests {
     fn a_reader_panic_is_a_rejection_not_a_lost_record() {
         let file = InputFile { fs_path: "x.jsonl".into(), display: "x.jsonl".into(), root: PathBuf::new() };
         let rec = OwnedRecord { file: 0, range: 0..2, line: Some(7), document_index: None, problem: None };
-        let p = process(&Panics, b"{}", &rec, &file, true, false, None);
+        let p = process(&Panics, b"{}", &rec, &file, (true, false), None, None);
         let problems = p.outcome.err().expect("rejected");
         assert_eq!(problems[0].reason, Reason::InternalError);
         assert!(problems[0].message.contains("attempt to add with overflow"), "{}", problems[0].message);

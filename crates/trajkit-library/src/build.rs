@@ -201,7 +201,6 @@ fn benchmark_warnings(registry: &Registry, plan: &[Planned]) -> Vec<String> {
 struct LibrarySink<'a> {
     index: &'a IndexWriter,
     shards: ShardWriter,
-    split: &'a SplitConfig,
     source: &'a ResolvedSource,
     file_numbers: &'a HashMap<String, u64>,
     ordinal: u64,
@@ -234,26 +233,22 @@ impl LibrarySink<'_> {
         }
     }
 
-    fn add(&mut self, t: &Trajectory, canonical: &[u8]) -> Result<(), LibraryError> {
-        let id = self.unique_id(&t.id);
+    /// Files a record: a library-unique id, a shard line, and its row, steps and tool
+    /// calls (computed on the worker threads) to the index.
+    fn add(&mut self, analysis: Analysis, canonical: &[u8]) -> Result<(), LibraryError> {
+        let Analysis { mut row, steps, calls } = analysis;
+        let id = self.unique_id(&row.id);
         let renamed;
-        let bytes = if id == t.id {
+        let bytes = if id == row.id {
             canonical
         } else {
-            let mut copy = t.clone();
-            copy.id = id.clone();
-            let mut out = Vec::with_capacity(canonical.len() + 8);
-            trajkit_model::canonical::write_canonical(&copy, &mut out).map_err(|e| LibraryError::Invalid {
-                path: PathBuf::from(&t.provenance.path),
-                message: e.to_string(),
-            })?;
-            out.push(b'\n');
-            renamed = out;
+            renamed = with_id(canonical, &id, &row.path)?;
             &renamed
         };
         let (shard, shard_line) = self.shards.append(bytes)?;
-        let row = make_row(t, id, self.source, self.split, shard, shard_line);
-        let (steps, calls) = step_rows(t);
+        row.id = id;
+        row.shard = shard;
+        row.shard_line = shard_line;
         *self.formats_seen.entry(row.format.clone()).or_default() += 1;
         let ordinal = self.ordinal;
         self.ordinal += 1;
@@ -267,15 +262,53 @@ impl LibrarySink<'_> {
     }
 }
 
+/// What the worker threads compute from each accepted record (`Options::analyze`), so the
+/// ordered thread only files it.
+struct Analysis {
+    row: Row,
+    steps: Vec<StepRow>,
+    calls: Vec<CallRow>,
+}
+
+/// The analyzer of one source: its row (id and shard filled in later), steps and calls.
+fn analyzer(source: &ResolvedSource, split: &SplitConfig) -> trajkit_formats::pipeline::Analyzer {
+    let (source, split) = (source.clone(), split.clone());
+    Arc::new(move |t: &Trajectory| {
+        let row = make_row(t, t.id.clone(), &source, &split, String::new(), 0);
+        let (steps, calls) = step_rows(t);
+        Box::new(Analysis { row, steps, calls }) as Box<dyn std::any::Any + Send>
+    })
+}
+
+/// The canonical JSON of a record with another id (the rare repeat of an id).
+fn with_id(canonical: &[u8], id: &str, path: &str) -> Result<Vec<u8>, LibraryError> {
+    let invalid = |e: serde_json::Error| LibraryError::Invalid { path: PathBuf::from(path), message: e.to_string() };
+    let mut t: Trajectory = serde_json::from_slice(canonical).map_err(invalid)?;
+    t.id = id.to_string();
+    let mut out = Vec::with_capacity(canonical.len() + 8);
+    trajkit_model::canonical::write_canonical(&t, &mut out).map_err(invalid)?;
+    out.push(b'\n');
+    Ok(out)
+}
+
 impl Sink for LibrarySink<'_> {
-    fn trajectory(&mut self, _file: &InputFile, t: Option<&Trajectory>, canonical: Option<&[u8]>) {
+    fn trajectory(&mut self, _file: &InputFile, _t: Option<&Trajectory>, _canonical: Option<&[u8]>) {
+        // Every record comes through `analyzed` (the build always sets an analyzer).
+    }
+
+    fn analyzed(&mut self, _file: &InputFile, analysis: Box<dyn std::any::Any + Send>, canonical: Option<&[u8]>) {
         if self.error.is_some() {
             return;
         }
-        if let (Some(t), Some(c)) = (t, canonical) {
-            if let Err(e) = self.add(t, c) {
-                self.fail(e);
-            }
+        let (Ok(analysis), Some(c)) = (analysis.downcast::<Analysis>(), canonical) else {
+            self.fail(LibraryError::Invalid {
+                path: PathBuf::from("."),
+                message: "record without its analysis".into(),
+            });
+            return;
+        };
+        if let Err(e) = self.add(*analysis, c) {
+            self.fail(e);
         }
     }
 
@@ -360,7 +393,6 @@ fn build_into(
     let mut sink = LibrarySink {
         index: &index,
         shards: ShardWriter::new(&dir.join("canonical"), opts.shard_bytes, opts.threads)?,
-        split: &opts.split,
         source: &registry.sources[0],
         file_numbers: &file_numbers,
         ordinal: 0,
@@ -385,7 +417,13 @@ fn build_into(
         sink.source = source;
         let format =
             if source.source.format == "auto" { opts.format.clone() } else { Some(source.source.format.clone()) };
-        let read_opts = Options { format, canonical: true, records: true, outcomes: outcomes.clone() };
+        let read_opts = Options {
+            format,
+            canonical: true,
+            records: false,
+            outcomes: outcomes.clone(),
+            analyze: Some(analyzer(source, &opts.split)),
+        };
         let got = trajkit_formats::read_inputs(files, &read_opts, &mut sink)
             .map_err(|e| LibraryError::Invalid { path: PathBuf::from(&source.source.name), message: e.to_string() })?;
         reports.extend(got.into_iter().map(|r| (i, r)));

@@ -60,7 +60,7 @@ pub fn read(read: &ReadArgs, canonical: bool, sink: &mut dyn Sink) -> Result<Rea
         Some(path) => Some(std::sync::Arc::new(trajkit_formats::outcomes::OutcomeTable::load(path)?)),
         None => None,
     };
-    let opts = Options { format: read.format.clone(), canonical, records: false, outcomes };
+    let opts = Options { format: read.format.clone(), canonical, records: false, outcomes, analyze: None };
     let reports = trajkit_formats::read_inputs(files, &opts, &mut with_bar)?;
     bar.finish_and_clear();
     Ok(ReadOutcome { reports, missing })
