@@ -6,43 +6,28 @@
 use serde_json::{json, Map, Value};
 
 use crate::rows::{Body, ExportRow};
-use crate::views::{Message, MsgRole, Tokens};
+use crate::views::Message;
 
-fn tokens_json(t: &Tokens, o: &mut Map<String, Value>) {
-    if let Some(ids) = &t.prompt_token_ids {
-        o.insert("prompt_token_ids".into(), json!(ids));
-    }
-    if let Some(ids) = &t.completion_token_ids {
-        o.insert("completion_token_ids".into(), json!(ids));
-    }
-    if let Some(lp) = &t.logprobs {
-        o.insert("logprobs".into(), json!(lp));
-    }
-}
-
-/// One message as an OpenAI chat message (plus `weight` and token data when recorded).
+/// One message as an OpenAI chat message (plus `weight` and token data). Every message has
+/// every key (`null` when absent) so all rows and shards share one schema.
 pub fn message_json(m: &Message) -> Value {
+    let calls: Option<Vec<Value>> = (!m.tool_calls.is_empty()).then(|| {
+        m.tool_calls
+            .iter()
+            .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+            .collect()
+    });
     let mut o = Map::new();
     o.insert("role".into(), Value::String(m.role.as_str().into()));
     o.insert("content".into(), Value::String(m.content.clone()));
-    if let Some(r) = &m.reasoning {
-        o.insert("reasoning_content".into(), Value::String(r.clone()));
-    }
-    if !m.tool_calls.is_empty() {
-        let calls: Vec<Value> = m
-            .tool_calls
-            .iter()
-            .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
-            .collect();
-        o.insert("tool_calls".into(), Value::Array(calls));
-    }
-    if m.role == MsgRole::Tool {
-        o.insert("tool_call_id".into(), json!(m.tool_call_id));
-    }
+    o.insert("reasoning_content".into(), json!(m.reasoning));
+    o.insert("tool_calls".into(), json!(calls));
+    o.insert("tool_call_id".into(), json!(m.tool_call_id));
     o.insert("weight".into(), json!(m.weight));
-    if let Some(t) = &m.tokens {
-        tokens_json(t, &mut o);
-    }
+    let t = m.tokens.clone().unwrap_or_default();
+    o.insert("prompt_token_ids".into(), json!(t.prompt_token_ids));
+    o.insert("completion_token_ids".into(), json!(t.completion_token_ids));
+    o.insert("logprobs".into(), json!(t.logprobs));
     Value::Object(o)
 }
 

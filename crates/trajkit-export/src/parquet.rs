@@ -31,6 +31,15 @@ fn list_of(dt: DataType) -> DataType {
     DataType::List(Arc::new(Field::new("element", dt, true)))
 }
 
+/// A list of JSON texts typed as Arrow's canonical `arrow.json` extension: pyarrow reads
+/// it as `extension<arrow.json>` and `datasets` then decodes each item to a dict.
+fn json_list() -> DataType {
+    let mut meta = std::collections::HashMap::new();
+    meta.insert("ARROW:extension:name".to_string(), "arrow.json".to_string());
+    meta.insert("ARROW:extension:metadata".to_string(), String::new());
+    DataType::List(Arc::new(Field::new("element", DataType::Utf8, true).with_metadata(meta)))
+}
+
 fn tool_call_type() -> DataType {
     let function = Fields::from(vec![nullable("name", DataType::Utf8), nullable("arguments", DataType::Utf8)]);
     DataType::Struct(Fields::from(vec![
@@ -98,7 +107,7 @@ pub fn schema(view: View, with_text: bool) -> SchemaRef {
             fields.push(nullable("completion", list_of(message_type())));
         }
     }
-    fields.push(nullable("tools", list_of(DataType::Utf8)));
+    fields.push(nullable("tools", json_list()));
     fields.push(nullable("metadata", metadata_type()));
     if with_text {
         fields.push(nullable("text", DataType::Utf8));
@@ -227,7 +236,11 @@ impl ParquetFile {
         let (file, temp) = named.into_parts();
         let level = ZstdLevel::try_new(3).map_err(|e| perr(target, e))?;
         let props = WriterProperties::builder().set_compression(Compression::ZSTD(level)).build();
-        let writer = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|e| perr(target, e))?;
+        let mut writer = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|e| perr(target, e))?;
+        // Also as a plain key-value pair, where readers that skip ARROW:schema look.
+        if let Some(hf) = schema.metadata().get("huggingface") {
+            writer.append_key_value_metadata(KeyValue::new("huggingface".to_string(), hf.clone()));
+        }
         Ok(ParquetFile { writer, schema, temp, target: target.to_path_buf() })
     }
 
@@ -256,4 +269,54 @@ impl ParquetFile {
 
 fn perr(path: &Path, e: impl std::fmt::Display) -> ExportError {
     ExportError::Parquet { path: path.to_path_buf(), message: e.to_string() }
+}
+
+/// The columns as Hugging Face `dataset_info.features` YAML (two-space indent at `depth`):
+/// what `datasets.load_dataset(FOLDER)` reads from the card, `tools` items as `json`.
+pub fn features_yaml(schema: &SchemaRef, depth: usize) -> String {
+    let mut out = String::new();
+    for f in schema.fields() {
+        let json_items = f.name() == "tools";
+        yaml_field(f, depth, json_items, &mut out);
+    }
+    out
+}
+
+fn yaml_field(f: &Field, depth: usize, json_items: bool, out: &mut String) {
+    let pad = "  ".repeat(depth);
+    out.push_str(&format!("{pad}- name: {}\n", f.name()));
+    yaml_type(f.data_type(), depth + 1, json_items, out);
+}
+
+fn scalar(dt: &DataType) -> Option<&'static str> {
+    match dt {
+        DataType::Utf8 => Some("string"),
+        DataType::Int64 => Some("int64"),
+        DataType::Float64 => Some("float64"),
+        DataType::Boolean => Some("bool"),
+        _ => None,
+    }
+}
+
+fn yaml_type(dt: &DataType, depth: usize, json_items: bool, out: &mut String) {
+    let pad = "  ".repeat(depth);
+    match dt {
+        DataType::List(item) if json_items => {
+            let _ = item;
+            out.push_str(&format!("{pad}list: json\n"));
+        }
+        DataType::List(item) => match (scalar(item.data_type()), item.data_type()) {
+            (Some(s), _) => out.push_str(&format!("{pad}list: {s}\n")),
+            (None, DataType::Struct(fields)) => {
+                out.push_str(&format!("{pad}list:\n"));
+                fields.iter().for_each(|c| yaml_field(c, depth, false, out));
+            }
+            _ => out.push_str(&format!("{pad}list: json\n")),
+        },
+        DataType::Struct(fields) => {
+            out.push_str(&format!("{pad}struct:\n"));
+            fields.iter().for_each(|c| yaml_field(c, depth, false, out));
+        }
+        other => out.push_str(&format!("{pad}dtype: {}\n", scalar(other).unwrap_or("string"))),
+    }
 }

@@ -71,6 +71,10 @@ enum Command {
     },
     /// Print the JSON Schema of the canonical record.
     Schema,
+    /// Export a library as training or evaluation data (OpenAI/TRL JSONL, ShareGPT, Parquet, ATIF).
+    Export(commands::export::ExportArgs),
+    /// Score next-action predictions against a held-out assistant-turn export.
+    EvaluateActions(commands::evaluate_actions::EvaluateArgs),
 }
 
 /// mimalloc's `purge_delay` option (its index in `mi_option_e`, the same in mimalloc v2 and v3).
@@ -99,6 +103,8 @@ fn main() -> ExitCode {
         Command::Validate { read, strict, json } => commands::validate::run(&read, strict, json),
         Command::Convert { read, output } => commands::convert::run(&read, &output),
         Command::Schema => commands::schema::run(),
+        Command::Export(args) => commands::export::run(&args),
+        Command::EvaluateActions(args) => commands::evaluate_actions::run(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -1,6 +1,8 @@
 //! One module per subcommand.
 
 pub mod convert;
+pub mod evaluate_actions;
+pub mod export;
 pub mod inspect;
 pub mod schema;
 pub mod validate;
