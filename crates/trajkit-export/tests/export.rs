@@ -279,3 +279,61 @@ fn parquet_has_the_same_columns_and_carries_the_card() {
     assert_eq!((entry["rows"].as_u64(), entry["split"].as_str()), (Some(2), Some("train")));
     assert!(kv.iter().any(|k| k.key == "huggingface"));
 }
+
+#[test]
+fn atif_documents_of_every_real_family_reread_without_rejection() {
+    let dir = tempfile::tempdir().unwrap();
+    let (all, _) = support::read_paths(&[support::real("")]);
+    let n = all.len();
+    let items: Vec<_> = all.into_iter().map(|t| (t, Spec::new("all", "train", "unknown"))).collect();
+    let lib = support::library(&dir.path().join("lib"), &items);
+    let mut o = opts(&lib, &dir.path().join("atif"), View::Full, Split::Train, Selection::All, Purpose::Training);
+    o.format = Some(Format::Atif);
+    let s = run(&o);
+    assert_eq!(s.entry.rows + s.entry.without_decision, n as u64);
+    assert_eq!(s.files.len() as u64, s.entry.rows);
+    // Read back with the ATIF reader itself (detection is not what is tested here).
+    let (back, rejected) = support::read_paths_as(&[dir.path().join("atif")], Some("atif"));
+    assert_eq!(rejected, Vec::<String>::new());
+    assert_eq!(back.len() as u64, s.entry.rows);
+    assert!(back.iter().all(|t| t.provenance.format == "atif"));
+
+    // The same as JSON Lines, one document per line.
+    let mut o = opts(&lib, &dir.path().join("atif.jsonl"), View::Full, Split::Train, Selection::All, Purpose::Training);
+    o.format = Some(Format::Atif);
+    run(&o);
+    let (lines, rejected) = support::read_paths_as(&[dir.path().join("atif.jsonl")], Some("atif"));
+    assert_eq!((lines.len() as u64, rejected.len()), (s.entry.rows, 0));
+
+    // Round trip of an ATIF source: steps, calls, copied context, subagents and token ids kept.
+    let src = one(CS17);
+    let again = back.iter().find(|t| t.id == src.id).expect("re-read CS17");
+    assert_eq!(again.steps.len(), src.steps.len());
+    let calls = |t: &trajkit_model::Trajectory| t.steps.iter().map(|s| s.tool_calls.len()).collect::<Vec<_>>();
+    assert_eq!(calls(again), calls(&src));
+    assert_eq!(again.subagents.len(), 3);
+    let copied = |t: &trajkit_model::Trajectory| {
+        t.subagents.iter().map(|s| s.trajectory.steps.iter().filter(|x| x.copied_context).count()).collect::<Vec<_>>()
+    };
+    assert_eq!(copied(again), [3, 0, 5]);
+    assert_eq!(again.steps[1].metrics, src.steps[1].metrics);
+    assert_eq!(again.steps[4].extra.get("extra"), src.steps[4].extra.get("extra"));
+}
+
+#[test]
+fn gym_tool_steps_become_results_of_the_calling_agent_step() {
+    // Gym keeps each function_call_output as a tool step; ATIF has no tool source, so the
+    // result joins the observation of the agent step that made the call. Line 1 of this
+    // file: reasoning + function_call, its output, then the final message.
+    let t = support::records(&["gym/example_tool_call_multireward__example_rollouts.jsonl"]).remove(0);
+    let doc = trajkit_export::atif::document(&t);
+    let steps = doc["steps"].as_array().unwrap();
+    let tool_steps = t.steps.iter().filter(|s| s.role == trajkit_model::Role::Tool).count();
+    assert_eq!((tool_steps, steps.len()), (1, t.steps.len() - 1));
+    let answered: Vec<&Value> = steps.iter().filter(|s| s.get("observation").is_some()).collect();
+    assert_eq!(answered.len(), 1);
+    let call = "chatcmpl-tool-aecb7a4507d66fe1";
+    assert_eq!(answered[0]["tool_calls"][0]["tool_call_id"], call);
+    assert_eq!(answered[0]["observation"]["results"][0]["source_call_id"], call);
+    assert_eq!(answered[0]["source"], "agent");
+}

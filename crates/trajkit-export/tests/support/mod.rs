@@ -24,7 +24,8 @@ impl Sink for Collect {
         self.0.extend(t.cloned());
     }
     fn rejection(&mut self, r: &Rejection) {
-        self.1.push(r.location());
+        let first = r.problems.first().map(|p| format!("{} {} {}", p.json_path, p.reason.as_str(), p.message));
+        self.1.push(format!("{}: {}", r.location(), first.unwrap_or_default()));
     }
 }
 
@@ -157,4 +158,23 @@ pub fn one(rel: &str) -> Trajectory {
     let mut v = records(&[rel]);
     assert_eq!(v.len(), 1, "{rel}");
     v.remove(0)
+}
+
+/// Everything a read of `paths` produced: records and the locations of rejected records.
+pub fn read_paths(paths: &[PathBuf]) -> (Vec<Trajectory>, Vec<String>) {
+    let (files, errors) = discover(paths);
+    assert!(errors.is_empty(), "{errors:?}");
+    let mut c = Collect::default();
+    read_inputs(files, &Options { records: true, ..Options::default() }, &mut c).expect("read");
+    (c.0, c.1)
+}
+
+/// Like `read_paths`, with a forced reader (`--format`).
+pub fn read_paths_as(paths: &[PathBuf], format: Option<&str>) -> (Vec<Trajectory>, Vec<String>) {
+    let (files, errors) = discover(paths);
+    assert!(errors.is_empty(), "{errors:?}");
+    let mut c = Collect::default();
+    let opts = Options { records: true, format: format.map(String::from), ..Options::default() };
+    read_inputs(files, &opts, &mut c).expect("read");
+    (c.0, c.1)
 }
