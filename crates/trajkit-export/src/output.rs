@@ -46,6 +46,7 @@ impl AtomicFile {
     /// Opens a temporary file beside `target`; compression follows `target`'s extension.
     pub fn create(target: &Path) -> Result<AtomicFile, ExportError> {
         let dir = parent_dir(target);
+        std::fs::create_dir_all(dir).map_err(ExportError::io(dir))?;
         let named = tempfile::Builder::new()
             .prefix(".trajkit-")
             .suffix(".tmp")

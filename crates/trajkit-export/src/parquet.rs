@@ -228,6 +228,7 @@ pub struct ParquetFile {
 impl ParquetFile {
     pub fn create(target: &Path, schema: SchemaRef) -> Result<ParquetFile, ExportError> {
         let dir = parent_dir(target);
+        std::fs::create_dir_all(dir).map_err(ExportError::io(dir))?;
         let named = tempfile::Builder::new()
             .prefix(".trajkit-")
             .suffix(".tmp")
