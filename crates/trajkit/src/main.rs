@@ -108,6 +108,10 @@ enum Command {
         #[arg(long, default_value_t = 4)]
         examples_per_source: usize,
     },
+    /// Export a library as training or evaluation data (OpenAI/TRL JSONL, ShareGPT, Parquet, ATIF).
+    Export(commands::export::ExportArgs),
+    /// Score next-action predictions against a held-out assistant-turn export.
+    EvaluateActions(commands::evaluate_actions::EvaluateArgs),
 }
 
 /// mimalloc's `purge_delay` option (its index in `mi_option_e`, the same in mimalloc v2 and v3).
@@ -143,6 +147,8 @@ fn main() -> ExitCode {
         Command::Gallery { library, output, examples_per_source } => {
             commands::gallery::run(&library, &output, examples_per_source)
         }
+        Command::Export(args) => commands::export::run(&args),
+        Command::EvaluateActions(args) => commands::evaluate_actions::run(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

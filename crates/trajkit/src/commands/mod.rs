@@ -2,6 +2,8 @@
 
 pub mod build;
 pub mod convert;
+pub mod evaluate_actions;
+pub mod export;
 pub mod gallery;
 pub mod inspect;
 pub mod manifest;
