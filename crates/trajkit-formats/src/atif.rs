@@ -215,8 +215,11 @@ fn classify(m: &Map<String, Value>, layout: Layout) -> Option<Detection> {
     let has_body = m.contains_key("agent") && m.contains_key("steps");
     let version = m.get("schema_version").and_then(Value::as_str);
     match version {
+        // A parsed top-level ATIF version is the most specific signal there is: it wins over
+        // byte-level signals of other families that nested content can trip (trace keys in
+        // `extra`, tool names).
         Some(v) if has_body && v.starts_with("ATIF-v") => Some(Detection {
-            confidence: 90,
+            confidence: 97,
             reason: format!("JSON object with schema_version {v}, agent and steps"),
             layout,
         }),

@@ -361,3 +361,22 @@ fn query_is_read_only_and_stats_agree_with_the_rows() {
     assert!(table.contains("success@k, descriptive"));
     assert!(table.contains("pass@k, estimate"));
 }
+
+#[test]
+fn atif_exported_from_every_family_is_detected_as_atif() {
+    // Documents whose `extra` carries other families' keys (trace ids, tool names) are still
+    // ATIF: the parsed top-level version wins detection.
+    let dir = tempfile::tempdir().unwrap();
+    let (lib, _) = build_examples(dir.path(), &[]);
+    let out_dir = dir.path().join("atif");
+    let out =
+        trajkit(&["export", s(&lib), "--view", "full", "--split", "train", "--format", "atif", "-o", s(&out_dir)]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = trajkit(&["inspect", "--json", s(&out_dir)]);
+    let formats: BTreeMap<String, usize> = text(&out.stdout).lines().fold(BTreeMap::new(), |mut m, l| {
+        let v: Value = serde_json::from_str(l).unwrap();
+        *m.entry(v["format"].as_str().unwrap_or("none").to_string()).or_default() += 1;
+        m
+    });
+    assert_eq!(formats, BTreeMap::from([("atif".to_string(), 24)]));
+}
