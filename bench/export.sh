@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# Measures `trajkit export` throughput and peak memory on a library assembled from the
-# benchmark corpus (bench/make_corpus.py -> trajkit convert -> bench/make_library.py).
-# Each row is the median wall time of RUNS runs (default 3); input MiB is the library's
-# canonical records, uncompressed.
+# Measures `trajkit export` throughput and peak memory on a library built from the
+# benchmark corpus (bench/make_corpus.py -> trajkit build). Each row is the median wall
+# time of RUNS runs (default 3); MiB is the size of the corpus the library was built from.
 # Usage: bench/export.sh [WORK_DIR]   (default /tmp/trajkit-export-bench; GYM_MB default 200)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,13 +11,12 @@ cargo build --release -q -p trajkit
 bin=target/release/trajkit
 if [ ! -f "$work/lib/build.json" ]; then
   python3 bench/make_corpus.py "$work/corpus" --gym-mb "${GYM_MB:-200}" --atif-mb "${ATIF_MB:-20}"
-  "$bin" convert "$work/corpus" -o "$work/canonical.jsonl" 2>/dev/null || true
-  python3 bench/make_library.py "$work/canonical.jsonl" "$work/lib"
+  "$bin" build -q "$work/corpus" -o "$work/lib" || true
 fi
-mib=$(( $(stat -c %s "$work/canonical.jsonl") / 1048576 ))
+mib=$(du -sm --apparent-size "$work/corpus" | cut -f1)
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-echo "| view | format | output | canonical MiB | rows | seconds | MiB/s | rows/s | peak RSS MiB |"
+echo "| view | format | output | corpus MiB | rows | seconds | MiB/s | rows/s | peak RSS MiB |"
 echo "|---|---|---|---|---|---|---|---|---|"
 measure() {
   local view=$1 format=$2 name=$3 times=() rss=0 rows=0
