@@ -109,6 +109,9 @@ fn write_fields(t: &Trajectory, out: &mut Vec<u8>) -> Result<Layout, serde_json:
     if let Some(s) = &t.session_id {
         field(out, "session_id", s)?;
     }
+    if let Some(s) = &t.state {
+        field(out, "state", s)?;
+    }
     field(out, "steps", &t.steps)?;
     if !t.subagents.is_empty() {
         field(out, "subagents", &t.subagents)?;

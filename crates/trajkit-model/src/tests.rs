@@ -121,9 +121,12 @@ fn one_pass_writer_matches_serde_and_the_digest() {
     t.extra.insert("k".into(), json!({"id": "", "z": [1, 2.5]}));
     t.metrics = Some(Metrics { prompt_tokens: Some(3), ..Default::default() });
     t.tools = Some(vec![json!({"name": "f"})]);
+    t.state = Some(StateDigests { initial: Some("aa".into()), final_state: Some("bb".into()) });
     let mut out = Vec::new();
     canonical::write_sealed(&mut t, &mut out).unwrap();
-    assert_eq!(String::from_utf8(out).unwrap(), canonical::to_canonical_string(&t).unwrap());
+    assert_eq!(String::from_utf8(out.clone()).unwrap(), canonical::to_canonical_string(&t).unwrap());
+    // Every field, the schema-2 `state` included, is written: the plain serde form.
+    assert_eq!(String::from_utf8(out).unwrap(), serde_json::to_string(&t).unwrap());
     let mut again = t.clone();
     seal(&mut again).unwrap();
     assert_eq!(again.content_digest, t.content_digest);
