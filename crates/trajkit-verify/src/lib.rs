@@ -1,2 +1,4 @@
 //! Verification: what can be checked about trajectories and the environments and
 //! publications around them, beyond reading them.
+
+pub mod state;
