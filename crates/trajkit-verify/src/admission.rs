@@ -16,8 +16,8 @@ pub const ADMISSION_KIND: &str = "trajkit-admission/1";
 
 #[derive(Debug, thiserror::Error)]
 pub enum AdmissionError {
-    #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: {error}")]
+    Io { path: PathBuf, error: std::io::Error },
     #[error("{path}:{line}: {message}")]
     Invalid { path: PathBuf, line: u64, message: String },
     #[error(transparent)]
@@ -25,7 +25,7 @@ pub enum AdmissionError {
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> AdmissionError + '_ {
-    move |source| AdmissionError::Io { path: path.to_path_buf(), source }
+    move |error| AdmissionError::Io { path: path.to_path_buf(), error }
 }
 
 fn invalid(path: &Path, line: u64, message: impl Into<String>) -> AdmissionError {
@@ -196,8 +196,8 @@ fn read_reports(dir: &Path, kind: &str) -> Result<Vec<(String, Value)>, Admissio
 
 fn read_evidence(dir: &Path) -> Result<Evidence, AdmissionError> {
     if !dir.is_dir() {
-        let source = std::io::Error::new(std::io::ErrorKind::NotFound, "no such evidence directory");
-        return Err(AdmissionError::Io { path: dir.to_path_buf(), source });
+        let error = std::io::Error::new(std::io::ErrorKind::NotFound, "no such evidence directory");
+        return Err(AdmissionError::Io { path: dir.to_path_buf(), error });
     }
     let replays = read_reports(&dir.join("replays"), crate::replay::REPLAY_KIND)?;
     let counterfactuals = read_reports(&dir.join("counterfactuals"), crate::counterfactual::COUNTERFACTUAL_KIND)?;

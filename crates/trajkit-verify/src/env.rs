@@ -46,10 +46,10 @@ pub struct StepReply {
 
 #[derive(Debug, thiserror::Error)]
 pub enum EnvError {
-    #[error("environment `{command}`: cannot start: {source}")]
-    Spawn { command: String, source: std::io::Error },
-    #[error("environment `{command}`: {request}: {source}")]
-    Io { command: String, request: String, source: std::io::Error },
+    #[error("environment `{command}`: cannot start: {error}")]
+    Spawn { command: String, error: std::io::Error },
+    #[error("environment `{command}`: {request}: {error}")]
+    Io { command: String, request: String, error: std::io::Error },
     #[error("environment `{command}`: no answer to {request} within {seconds} s (killed)")]
     Timeout { command: String, request: String, seconds: u64 },
     #[error("environment `{command}`: exited before answering {request}{stderr}")]
@@ -79,7 +79,7 @@ impl EnvProcess {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|source| EnvError::Spawn { command: spec.command.clone(), source })?;
+            .map_err(|error| EnvError::Spawn { command: spec.command.clone(), error })?;
         let stdin = child.stdin.take();
         let (tx, lines) = channel();
         if let Some(out) = child.stdout.take() {
@@ -192,7 +192,7 @@ impl EnvProcess {
         }
         let answer = match self.lines.recv_timeout(self.spec.timeout) {
             Ok(Ok(answer)) => answer,
-            Ok(Err(source)) => return Err(EnvError::Io { command, request: label.into(), source }),
+            Ok(Err(error)) => return Err(EnvError::Io { command, request: label.into(), error }),
             Err(RecvTimeoutError::Timeout) => {
                 let _ = self.child.kill();
                 return Err(EnvError::Timeout { command, request: label.into(), seconds: self.spec.timeout.as_secs() });

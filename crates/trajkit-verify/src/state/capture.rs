@@ -52,8 +52,8 @@ pub struct CaptureStats {
 /// the returned connection sees one consistent state, whatever other connections write.
 pub fn open_read_only(path: &Path) -> Result<Connection, StateError> {
     if !path.is_file() {
-        let source = std::io::Error::new(std::io::ErrorKind::NotFound, "no such database file");
-        return Err(StateError::Io { path: path.to_path_buf(), source });
+        let error = std::io::Error::new(std::io::ErrorKind::NotFound, "no such database file");
+        return Err(StateError::Io { path: path.to_path_buf(), error });
     }
     let err = || StateError::sqlite(path);
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;

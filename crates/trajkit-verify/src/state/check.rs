@@ -122,7 +122,7 @@ impl Expectation {
 
     /// Parses expectation TOML; errors name the entry and field.
     pub fn parse(text: &str) -> Result<Expectation, String> {
-        let raw: RawFile = toml::from_str(text).map_err(|e| e.to_string())?;
+        let raw: RawFile = toml::from_str(text).map_err(|e| toml_message(text, &e))?;
         let mut expect = Vec::new();
         for (i, e) in raw.expect.into_iter().enumerate() {
             let at = format!("expect #{}", i + 1);
@@ -159,6 +159,20 @@ impl Expectation {
             });
         }
         Ok(Expectation { expect, allow, sha256: String::new() })
+    }
+}
+
+/// A TOML error on one line: `line 3, column 9: missing field `change``.
+fn toml_message(text: &str, e: &toml::de::Error) -> String {
+    let message = e.message().trim_end();
+    match e.span() {
+        Some(span) => {
+            let before = text.get(..span.start).unwrap_or("");
+            let line = before.matches('\n').count() + 1;
+            let column = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
+            format!("line {line}, column {column}: {message}")
+        }
+        None => message.to_string(),
     }
 }
 

@@ -4,12 +4,12 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
-    #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
-    #[error("{path}: SQLite: {source}")]
-    Sqlite { path: PathBuf, source: rusqlite::Error },
-    #[error("{path}:{line}: {source}")]
-    Json { path: PathBuf, line: u64, source: serde_json::Error },
+    #[error("{path}: {error}")]
+    Io { path: PathBuf, error: std::io::Error },
+    #[error("{path}: SQLite: {error}")]
+    Sqlite { path: PathBuf, error: rusqlite::Error },
+    #[error("{path}:{line}: {error}")]
+    Json { path: PathBuf, line: u64, error: serde_json::Error },
     #[error("{path}: {message}")]
     Invalid { path: PathBuf, message: String },
     #[error("{path}: not supported: {message}")]
@@ -23,12 +23,12 @@ pub enum StateError {
 impl StateError {
     pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> StateError {
         let path = path.into();
-        move |source| StateError::Io { path, source }
+        move |error| StateError::Io { path, error }
     }
 
     pub(crate) fn sqlite(path: impl Into<PathBuf>) -> impl FnOnce(rusqlite::Error) -> StateError {
         let path = path.into();
-        move |source| StateError::Sqlite { path, source }
+        move |error| StateError::Sqlite { path, error }
     }
 
     pub(crate) fn invalid(path: impl Into<PathBuf>, message: impl Into<String>) -> StateError {

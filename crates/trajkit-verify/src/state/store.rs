@@ -142,7 +142,7 @@ impl Store {
         if let Some(dir) = target.parent() {
             fs::create_dir_all(dir).map_err(StateError::io(dir))?;
         }
-        temp.persist(&target).map_err(|e| StateError::Io { path: target.clone(), source: e.error })?;
+        temp.persist(&target).map_err(|e| StateError::Io { path: target.clone(), error: e.error })?;
         Ok(true)
     }
 
@@ -156,7 +156,7 @@ impl Store {
         }
         let mut temp = self.temp_file()?;
         temp.write_all(&bytes).map_err(StateError::io(temp.path()))?;
-        temp.persist(&target).map_err(|e| StateError::Io { path: target.clone(), source: e.error })?;
+        temp.persist(&target).map_err(|e| StateError::Io { path: target.clone(), error: e.error })?;
         Ok((digest, true))
     }
 
@@ -192,11 +192,8 @@ impl Store {
         if hex(&Sha256::digest(&bytes)) != digest {
             return Err(StateError::invalid(&path, "snapshot bytes do not match their digest (store corrupted)"));
         }
-        let snap: Snapshot = serde_json::from_slice(&bytes).map_err(|source| StateError::Json {
-            path: path.clone(),
-            line: 1,
-            source,
-        })?;
+        let snap: Snapshot =
+            serde_json::from_slice(&bytes).map_err(|error| StateError::Json { path: path.clone(), line: 1, error })?;
         if snap.kind != SNAPSHOT_KIND {
             return Err(StateError::invalid(&path, format!("kind {:?}, expected {SNAPSHOT_KIND}", snap.kind)));
         }
@@ -218,10 +215,10 @@ impl Store {
             done: false,
         };
         let header = reader.next_line()?.ok_or_else(|| StateError::invalid(&reader.path, "empty table capture"))?;
-        let header: TableHeader = serde_json::from_slice(&header).map_err(|source| StateError::Json {
+        let header: TableHeader = serde_json::from_slice(&header).map_err(|error| StateError::Json {
             path: reader.path.clone(),
             line: 1,
-            source,
+            error,
         })?;
         if header.kind != TABLE_KIND {
             return Err(StateError::invalid(&reader.path, format!("kind {:?}, expected {TABLE_KIND}", header.kind)));
@@ -283,10 +280,10 @@ impl TableReader {
             }
             return Ok(None);
         };
-        let values: Vec<serde_json::Value> = serde_json::from_slice(&line).map_err(|source| StateError::Json {
+        let values: Vec<serde_json::Value> = serde_json::from_slice(&line).map_err(|error| StateError::Json {
             path: self.path.clone(),
             line: self.line,
-            source,
+            error,
         })?;
         let row: Option<Vec<Val>> = values.iter().map(Val::from_json).collect();
         let row = row.ok_or_else(|| {

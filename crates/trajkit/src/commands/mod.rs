@@ -1,8 +1,12 @@
 //! One module per subcommand.
 
+pub mod admit;
 pub mod convert;
+pub mod counterfactual;
 pub mod inspect;
+pub mod replay;
 pub mod schema;
+pub mod state;
 pub mod validate;
 
 use anyhow::{bail, Result};
