@@ -267,6 +267,14 @@ schema = true
     let report = check(&full, &start, &end).unwrap();
     assert!(report.passed(), "{:?}", report.failures());
     assert_eq!(report.effects.iter().map(|e| e.matched).collect::<Vec<_>>(), [1, 1]);
+    // An expected update without values covers every column it changed; allowances
+    // without a change kind cover any change of their table.
+    let any_update = expectation(
+        "[[expect]]\ntable = \"Customer\"\nchange = \"update\"\nwhere = { CustomerId = 1 }\n\
+         [[allow]]\ntable = \"Artist\"\n[[allow]]\ntable = \"PlaylistTrack\"\n\
+         [[allow]]\ntable = \"IFK_CustomerEmail\"\nschema = true\n",
+    );
+    assert!(check(&any_update, &start, &end).unwrap().passed());
     // A missing effect with a near miss: the right row, the wrong value.
     let wrong = expectation(
         "[[expect]]\ntable = \"Customer\"\nchange = \"update\"\nwhere = { CustomerId = 1 }\nvalues = { Email = \"luis@example.com\" }\n",

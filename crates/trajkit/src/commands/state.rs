@@ -147,9 +147,6 @@ pub fn side(arg: &str, source: &SourceArgs) -> Result<Side> {
     let Some(store) = &source.store else {
         bail!("{arg}: no such database file (give --store STORE to name a snapshot by digest)");
     };
-    if !source.ignore.ignore.is_empty() {
-        bail!("--ignore applies to databases; a snapshot keeps what was ignored when it was captured");
-    }
     Ok(Side::stored(&Store::open(store)?, arg)?)
 }
 
