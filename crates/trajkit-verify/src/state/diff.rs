@@ -11,7 +11,7 @@ use serde_json::{json, Map, Value};
 use super::capture::{database_names, open_read_only};
 use super::error::StateError;
 use super::schema::{key_positions, read_schema, IgnoreSpec, SchemaObject, TableInfo};
-use super::store::{Snapshot, Store, TableReader};
+use super::store::{Prefetched, Snapshot, Store};
 use super::value::{key_cmp, Val};
 
 /// A state to compare: live databases, or a snapshot in a store.
@@ -149,8 +149,7 @@ impl<'a> DbView<'a> {
                 f(&mut stream)
             }
             (Source::Stored(store), _, Some(digest)) => {
-                let stored = store.table(digest)?;
-                let mut rows = stored.rows;
+                let mut rows = store.table(digest)?.rows.prefetch();
                 f(&mut rows)
             }
             _ => f(&mut NoRows),
@@ -181,9 +180,9 @@ impl RowStream for LiveRows<'_, '_> {
     }
 }
 
-impl RowStream for TableReader {
+impl RowStream for Prefetched {
     fn next_row(&mut self) -> Result<Option<Vec<Val>>, StateError> {
-        TableReader::next_row(self)
+        Prefetched::next_row(self)
     }
 }
 

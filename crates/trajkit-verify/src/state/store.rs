@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 
 use super::error::StateError;
 use super::schema::{RowOrder, SchemaObject};
-use super::value::{hex, Val};
+use super::value::{hex, parse_row, Val};
 
 /// `kind` of a snapshot manifest.
 pub const SNAPSHOT_KIND: &str = "trajkit-state/1";
@@ -213,6 +213,7 @@ impl Store {
             line: 0,
             buf: Vec::new(),
             done: false,
+            width: 0,
         };
         let header = reader.next_line()?.ok_or_else(|| StateError::invalid(&reader.path, "empty table capture"))?;
         let header: TableHeader = serde_json::from_slice(&header).map_err(|error| StateError::Json {
@@ -236,6 +237,7 @@ pub struct TableReader {
     line: u64,
     buf: Vec<u8>,
     done: bool,
+    width: usize,
 }
 
 /// A stored table capture: its header and a row stream.
@@ -245,8 +247,38 @@ pub struct StoredTable {
 }
 
 impl TableReader {
-    fn with_header(self, header: TableHeader) -> StoredTable {
+    fn with_header(mut self, header: TableHeader) -> StoredTable {
+        self.width = header.columns.len();
         StoredTable { header, rows: self }
+    }
+
+    /// Moves reading (decompression, hashing, parsing) to its own thread, which stays a few
+    /// batches ahead: diffing two stored tables then uses two cores.
+    pub fn prefetch(mut self) -> Prefetched {
+        const BATCH: usize = 2048;
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Vec<Vec<Val>>, StateError>>(4);
+        std::thread::spawn(move || loop {
+            let mut batch = Vec::with_capacity(BATCH);
+            let end = loop {
+                match self.next_row() {
+                    Ok(Some(row)) => {
+                        batch.push(row);
+                        if batch.len() == BATCH {
+                            break false;
+                        }
+                    }
+                    Ok(None) => break true,
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                }
+            };
+            if (!batch.is_empty() && tx.send(Ok(batch)).is_err()) || end {
+                return;
+            }
+        });
+        Prefetched { rx, current: Vec::new().into_iter() }
     }
 
     /// The next line (without its newline), hashing it; `None` at the end.
@@ -280,17 +312,31 @@ impl TableReader {
             }
             return Ok(None);
         };
-        let values: Vec<serde_json::Value> = serde_json::from_slice(&line).map_err(|error| StateError::Json {
-            path: self.path.clone(),
-            line: self.line,
-            error,
-        })?;
-        let row: Option<Vec<Val>> = values.iter().map(Val::from_json).collect();
-        let row = row.ok_or_else(|| {
-            StateError::invalid(&self.path, format!("line {}: not a canonical value encoding", self.line))
-        })?;
+        let row = parse_row(&line, self.width)
+            .ok_or_else(|| StateError::invalid(&self.path, format!("line {}: not a canonical row", self.line)))?;
         self.buf = line;
         Ok(Some(row))
+    }
+}
+
+/// Rows read ahead by a `TableReader` on its own thread.
+pub struct Prefetched {
+    rx: std::sync::mpsc::Receiver<Result<Vec<Vec<Val>>, StateError>>,
+    current: std::vec::IntoIter<Vec<Val>>,
+}
+
+impl Prefetched {
+    /// The next row, or `None` at the end (the reader has verified the digest by then).
+    pub fn next_row(&mut self) -> Result<Option<Vec<Val>>, StateError> {
+        loop {
+            if let Some(row) = self.current.next() {
+                return Ok(Some(row));
+            }
+            match self.rx.recv() {
+                Ok(batch) => self.current = batch?.into_iter(),
+                Err(_) => return Ok(None),
+            }
+        }
     }
 }
 

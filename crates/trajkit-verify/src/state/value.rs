@@ -106,29 +106,77 @@ impl Val {
 /// double; plain decimal (always with a fraction: `1.0`) when 1e-7 <= |x| < 1e21 or x is
 /// zero, otherwise `d.ddde±x` without a `+` (`1e300`, `1.5e-8`).
 pub fn format_real(f: f64) -> String {
+    let mut out = Vec::with_capacity(24);
+    push_real(&mut out, f);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// A small stack buffer for `{:e}` (at most 24 bytes for an f64).
+struct Sci {
+    buf: [u8; 40],
+    len: usize,
+}
+
+impl std::fmt::Write for Sci {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        self.buf.get_mut(self.len..end).ok_or(std::fmt::Error)?.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
+/// Appends `format_real(f)` to `out` without allocating.
+fn push_real(out: &mut Vec<u8>, f: f64) {
+    use std::fmt::Write as _;
     // `{:e}` is Rust's shortest round-trip form in scientific notation: `-1.25e-7`, `1e300`.
-    let sci = format!("{f:e}");
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let (sign, mantissa) = match mantissa.strip_prefix('-') {
-        Some(m) => ("-", m),
-        None => ("", mantissa),
+    let mut sci = Sci { buf: [0; 40], len: 0 };
+    let _ = write!(sci, "{f:e}");
+    let text = &sci.buf[..sci.len];
+    let e = text.iter().position(|b| *b == b'e').unwrap_or(text.len());
+    let exp: i32 =
+        std::str::from_utf8(text.get(e + 1..).unwrap_or(b"0")).ok().and_then(|x| x.parse().ok()).unwrap_or(0);
+    let (negative, mantissa) = match text[..e].split_first() {
+        Some((b'-', m)) => (true, m),
+        _ => (false, &text[..e]),
     };
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let mut digits = [0u8; 24];
+    let mut n = 0;
+    for &b in mantissa.iter().filter(|b| **b != b'.') {
+        if n < digits.len() {
+            digits[n] = b;
+            n += 1;
+        }
+    }
+    let digits = &digits[..n.max(1)];
+    if negative {
+        out.push(b'-');
+    }
     if !(-7..21).contains(&exp) {
-        let (first, rest) = digits.split_at(1);
-        let frac = if rest.is_empty() { String::new() } else { format!(".{rest}") };
-        return format!("{sign}{first}{frac}e{exp}");
+        out.push(digits[0]);
+        if digits.len() > 1 {
+            out.push(b'.');
+            out.extend_from_slice(&digits[1..]);
+        }
+        out.push(b'e');
+        let _ = serde_json::to_writer(&mut *out, &exp);
+        return;
     }
     let point = exp + 1;
     let len = digits.len() as i32;
     if point <= 0 {
-        format!("{sign}0.{}{digits}", "0".repeat((-point) as usize))
+        out.extend_from_slice(b"0.");
+        out.extend(std::iter::repeat_n(b'0', (-point) as usize));
+        out.extend_from_slice(digits);
     } else if point >= len {
-        format!("{sign}{digits}{}.0", "0".repeat((point - len) as usize))
+        out.extend_from_slice(digits);
+        out.extend(std::iter::repeat_n(b'0', (point - len) as usize));
+        out.extend_from_slice(b".0");
     } else {
         let (int, frac) = digits.split_at(point as usize);
-        format!("{sign}{int}.{frac}")
+        out.extend_from_slice(int);
+        out.push(b'.');
+        out.extend_from_slice(frac);
     }
 }
 
@@ -139,9 +187,15 @@ pub fn encode_ref(v: ValueRef<'_>, out: &mut Vec<u8>) {
         ValueRef::Integer(i) => {
             let _ = serde_json::to_writer(&mut *out, &i);
         }
-        ValueRef::Real(f) if f.is_finite() => out.extend_from_slice(format_real(f).as_bytes()),
+        ValueRef::Real(f) if f.is_finite() => push_real(out, f),
         ValueRef::Real(f) => out.extend_from_slice(if f > 0.0 { br#"{"real":"inf"}"# } else { br#"{"real":"-inf"}"# }),
         ValueRef::Text(t) => match std::str::from_utf8(t) {
+            // Most text needs no escape: copy it (what serde_json would write, byte for byte).
+            Ok(_) if t.iter().all(|&b| b >= 0x20 && b != b'"' && b != b'\\') => {
+                out.push(b'"');
+                out.extend_from_slice(t);
+                out.push(b'"');
+            }
             Ok(s) => {
                 let _ = serde_json::to_writer(&mut *out, s);
             }
@@ -162,10 +216,11 @@ fn tagged_hex(out: &mut Vec<u8>, tag: &str, bytes: &[u8]) {
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
 fn push_hex(out: &mut Vec<u8>, bytes: &[u8]) {
-    out.reserve(bytes.len() * 2);
-    for b in bytes {
-        out.push(HEX[(b >> 4) as usize]);
-        out.push(HEX[(b & 15) as usize]);
+    let start = out.len();
+    out.resize(start + bytes.len() * 2, 0);
+    for (pair, b) in out[start..].chunks_exact_mut(2).zip(bytes) {
+        pair[0] = HEX[(b >> 4) as usize];
+        pair[1] = HEX[(b & 15) as usize];
     }
 }
 
@@ -181,6 +236,115 @@ fn from_hex(s: &str) -> Option<Vec<u8>> {
         return None;
     }
     (0..s.len()).step_by(2).map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok()).collect()
+}
+
+/// Parses one row of a table capture (a JSON array of canonical values) straight into
+/// values, without an intermediate JSON tree; `None` when the line is not canonical.
+pub fn parse_row(line: &[u8], capacity: usize) -> Option<Vec<Val>> {
+    let mut p = RowParser { s: line, i: 0 };
+    p.eat(b'[')?;
+    let mut row = Vec::with_capacity(capacity);
+    if p.peek() == Some(b']') {
+        p.i += 1;
+    } else {
+        loop {
+            row.push(p.value()?);
+            match p.next()? {
+                b',' => continue,
+                b']' => break,
+                _ => return None,
+            }
+        }
+    }
+    (p.i == line.len()).then_some(row)
+}
+
+struct RowParser<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl<'a> RowParser<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.s.get(self.i).copied()
+    }
+
+    fn next(&mut self) -> Option<u8> {
+        let b = self.peek()?;
+        self.i += 1;
+        Some(b)
+    }
+
+    fn eat(&mut self, b: u8) -> Option<()> {
+        (self.next()? == b).then_some(())
+    }
+
+    fn literal(&mut self, text: &[u8]) -> Option<()> {
+        let end = self.i + text.len();
+        (self.s.get(self.i..end)? == text).then(|| self.i = end)
+    }
+
+    fn value(&mut self) -> Option<Val> {
+        match self.peek()? {
+            b'n' => self.literal(b"null").map(|_| Val::Null),
+            b'"' => self.string().map(Val::Text),
+            b'{' => self.tagged(),
+            b'-' | b'0'..=b'9' => self.number(),
+            _ => None,
+        }
+    }
+
+    /// A JSON string; escapes are decoded by serde_json (rare in application data).
+    fn string(&mut self) -> Option<Vec<u8>> {
+        let start = self.i;
+        self.eat(b'"')?;
+        let mut escaped = false;
+        loop {
+            match self.next()? {
+                b'"' => break,
+                b'\\' => {
+                    escaped = true;
+                    self.next()?;
+                }
+                _ => {}
+            }
+        }
+        let raw = &self.s[start..self.i];
+        if escaped {
+            serde_json::from_slice::<String>(raw).ok().map(String::into_bytes)
+        } else {
+            Some(raw[1..raw.len() - 1].to_vec())
+        }
+    }
+
+    fn number(&mut self) -> Option<Val> {
+        let start = self.i;
+        while matches!(self.peek(), Some(b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')) {
+            self.i += 1;
+        }
+        let text = std::str::from_utf8(&self.s[start..self.i]).ok()?;
+        if text.contains(['.', 'e', 'E']) {
+            text.parse().ok().map(Val::Real)
+        } else {
+            text.parse().ok().map(Val::Int)
+        }
+    }
+
+    /// `{"blob":"hex"}`, `{"text_hex":"hex"}`, `{"real":"inf"}`, `{"real":"-inf"}`.
+    fn tagged(&mut self) -> Option<Val> {
+        self.eat(b'{')?;
+        let tag = self.string()?;
+        self.eat(b':')?;
+        let arg = self.string()?;
+        self.eat(b'}')?;
+        match (tag.as_slice(), arg.as_slice()) {
+            (b"blob", h) => Some(Val::Blob(from_hex(std::str::from_utf8(h).ok()?)?)),
+            (b"text_hex", h) => Some(Val::Text(from_hex(std::str::from_utf8(h).ok()?)?)),
+            (b"real", b"inf") => Some(Val::Real(f64::INFINITY)),
+            (b"real", b"-inf") => Some(Val::Real(f64::NEG_INFINITY)),
+            _ => None,
+        }
+    }
 }
 
 /// SQLite's sort order with the BINARY collation: NULL, then numbers (integers and reals
@@ -269,6 +433,32 @@ mod tests {
             let parsed: Value = serde_json::from_str(want).unwrap();
             assert_eq!(Val::from_json(&parsed), Some(v));
         }
+    }
+
+    #[test]
+    fn rows_parse_back_to_the_values_they_encode() {
+        let row = vec![
+            Val::Null,
+            Val::Int(-9_223_372_036_854_775_808),
+            Val::Real(-1.5e-8),
+            Val::Real(f64::NEG_INFINITY),
+            Val::Text("quote \" back\\slash \u{1} é".as_bytes().to_vec()),
+            Val::Text(vec![0xff, 0x41]),
+            Val::Blob(vec![0, 255]),
+        ];
+        let mut line = b"[".to_vec();
+        for (i, v) in row.iter().enumerate() {
+            if i > 0 {
+                line.push(b',');
+            }
+            v.encode(&mut line);
+        }
+        line.push(b']');
+        assert_eq!(parse_row(&line, 7), Some(row));
+        assert_eq!(parse_row(b"[]", 0), Some(vec![]));
+        assert_eq!(parse_row(b"[1,]", 2), None);
+        assert_eq!(parse_row(b"[1] ", 1), None);
+        assert_eq!(parse_row(b"[{\"x\":\"1\"}]", 1), None);
     }
 
     #[test]
