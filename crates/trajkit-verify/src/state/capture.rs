@@ -152,20 +152,55 @@ pub fn table_header(table: &TableInfo) -> TableHeader {
     }
 }
 
-/// Streams one table: returns its manifest entry, uncompressed size, and whether a new
-/// object was stored.
+/// Captures one table: returns its manifest entry, uncompressed size, and whether a new
+/// object was stored. Tables are hashed first; only a table whose digest the store does not
+/// hold yet is read a second time (same read transaction, so the same rows) and compressed
+/// into the store. An unchanged table thus costs one read and no compression.
 fn capture_table(
     conn: &Connection,
     path: &Path,
     table: &TableInfo,
     store: Option<&Store>,
 ) -> Result<(TableEntry, u64, bool), StateError> {
+    let (digest, bytes, count, _) = stream_table(conn, path, table, None)?;
+    let new = match store {
+        Some(s) if !s.object_path(&digest).is_file() => {
+            let (again, _, _, temp) = stream_table(conn, path, table, Some(s))?;
+            match temp {
+                Some(t) if again == digest => s.put_object(&digest, t)?,
+                _ => {
+                    let message = format!("table {} read differently twice in one transaction", table.name);
+                    return Err(StateError::invalid(path, message));
+                }
+            }
+        }
+        _ => false,
+    };
+    let entry = TableEntry {
+        columns: table.columns.clone(),
+        ddl: table.ddl.clone(),
+        digest,
+        key: table.key.clone(),
+        name: table.name.clone(),
+        rows: count,
+    };
+    Ok((entry, bytes, new))
+}
+
+/// Streams one table's capture bytes into a hasher (and a compressed temporary file in
+/// `store`): returns (digest, uncompressed bytes, rows, temporary file).
+fn stream_table(
+    conn: &Connection,
+    path: &Path,
+    table: &TableInfo,
+    store: Option<&Store>,
+) -> Result<(String, u64, u64, Option<tempfile::TempPath>), StateError> {
     let err = || StateError::sqlite(path);
     let mut sink = ChunkSink::new(store)?;
     let mut buf = Vec::with_capacity(CHUNK + 4096);
     serde_json::to_writer(&mut buf, &table_header(table)).map_err(|e| StateError::invalid(path, e.to_string()))?;
     buf.push(b'\n');
-    let mut stmt = conn.prepare(&table.select).map_err(err())?;
+    let mut stmt = conn.prepare_cached(&table.select).map_err(err())?;
     let ncols = table.columns.len();
     let mut rows = stmt.query([]).map_err(err())?;
     let mut count = 0u64;
@@ -185,19 +220,7 @@ fn capture_table(
     }
     sink.send(buf).map_err(StateError::io(path))?;
     let (digest, bytes, temp) = sink.finish().map_err(StateError::io(path))?;
-    let new = match (store, temp) {
-        (Some(s), Some(t)) => s.put_object(&digest, t)?,
-        _ => false,
-    };
-    let entry = TableEntry {
-        columns: table.columns.clone(),
-        ddl: table.ddl.clone(),
-        digest,
-        key: table.key.clone(),
-        name: table.name.clone(),
-        rows: count,
-    };
-    Ok((entry, bytes, new))
+    Ok((digest, bytes, count, temp))
 }
 
 /// Hashes (and optionally compresses) the bytes of one table capture.
