@@ -112,6 +112,17 @@ enum Command {
     Export(commands::export::ExportArgs),
     /// Score next-action predictions against a held-out assistant-turn export.
     EvaluateActions(commands::evaluate_actions::EvaluateArgs),
+    /// Environment state of SQLite databases: capture, diff, check.
+    State {
+        #[command(subcommand)]
+        command: commands::state::StateCommand,
+    },
+    /// Replay a trajectory's actions in fresh environment processes and compare states.
+    Replay(commands::replay::ReplayArgs),
+    /// Replay without each action in turn: effects, strong edges, predecessor claims, alternate routes.
+    Counterfactual(commands::counterfactual::CounterfactualArgs),
+    /// Answer the four admission questions of a task from recorded evidence.
+    Admit(commands::admit::AdmitArgs),
 }
 
 /// mimalloc's `purge_delay` option (its index in `mi_option_e`, the same in mimalloc v2 and v3).
@@ -149,6 +160,10 @@ fn main() -> ExitCode {
         }
         Command::Export(args) => commands::export::run(&args),
         Command::EvaluateActions(args) => commands::evaluate_actions::run(&args),
+        Command::State { command } => commands::state::run(&command),
+        Command::Replay(args) => commands::replay::run(&args),
+        Command::Counterfactual(args) => commands::counterfactual::run(&args),
+        Command::Admit(args) => commands::admit::run(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

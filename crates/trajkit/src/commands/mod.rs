@@ -1,14 +1,18 @@
 //! One module per subcommand.
 
+pub mod admit;
 pub mod build;
 pub mod convert;
+pub mod counterfactual;
 pub mod evaluate_actions;
 pub mod export;
 pub mod gallery;
 pub mod inspect;
 pub mod manifest;
 pub mod query;
+pub mod replay;
 pub mod schema;
+pub mod state;
 pub mod stats;
 pub mod validate;
 

@@ -1,0 +1,38 @@
+//! `trajkit admit`: the four admission questions answered from recorded evidence
+//! (docs/admission.md).
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+use trajkit_verify::admission::{admit, render_human};
+
+use super::replay::write_report;
+
+#[derive(Args)]
+pub struct AdmitArgs {
+    /// The task description (task.json).
+    pub task: PathBuf,
+    /// Directory of recorded evidence (replays/, counterfactuals/, review.json, attempts.jsonl).
+    #[arg(long, value_name = "DIR")]
+    pub evidence: PathBuf,
+    /// Print the admission record as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the admission record to this file (atomically).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+pub fn run(args: &AdmitArgs) -> Result<u8> {
+    let record = admit(&args.task, &args.evidence)?;
+    if let Some(path) = &args.output {
+        write_report(path, &record)?;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string(&record)?);
+    } else {
+        print!("{}", render_human(&record));
+    }
+    Ok(u8::from(!record.admitted))
+}
