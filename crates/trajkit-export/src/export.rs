@@ -110,7 +110,14 @@ pub fn export(lib: &Library, opts: &ExportOptions) -> Result<ExportSummary, Expo
     let mut skipped = SkipCounts::default();
     let mut sources: BTreeMap<String, SourceEntry> = BTreeMap::new();
     let (mut rows, mut trajectories, mut without) = (0u64, 0u64, 0u64);
-    let mut records = lib.records()?;
+    // Rows the filter refuses are counted by reason and their records never parsed.
+    let mut records = lib.records_where(|row| match opts.filter.admit(row) {
+        Ok(()) => true,
+        Err(skip) => {
+            skipped.add(skip);
+            false
+        }
+    })?;
     let size = batch_size(opts.view);
     loop {
         let mut batch: Vec<(Row, Trajectory)> = Vec::with_capacity(size);
@@ -118,10 +125,7 @@ pub fn export(lib: &Library, opts: &ExportOptions) -> Result<ExportSummary, Expo
             match records.next() {
                 None => break,
                 Some(Err(e)) => return Err(e.into()),
-                Some(Ok((row, t))) => match opts.filter.admit(&row) {
-                    Ok(()) => batch.push((row, t)),
-                    Err(skip) => skipped.add(skip),
-                },
+                Some(Ok(pair)) => batch.push(pair),
             }
         }
         if batch.is_empty() {

@@ -60,7 +60,14 @@ impl Library {
 
     /// Streams every row together with its canonical record.
     pub fn records(&self) -> Result<Records, LibraryError> {
-        Ok(Records { root: self.root.clone(), rows: self.rows()?, shard: None })
+        self.records_where(|_| true)
+    }
+
+    /// Streams the rows `keep` accepts, each with its canonical record. Records of other
+    /// rows are skipped without being parsed (and shards none of them is in, unread), so a
+    /// selective reader pays for decompression at most.
+    pub fn records_where<F: FnMut(&Row) -> bool>(&self, keep: F) -> Result<Records<F>, LibraryError> {
+        Ok(Records { root: self.root.clone(), rows: self.rows()?, shard: None, keep })
     }
 }
 
@@ -88,28 +95,33 @@ impl Iterator for Rows {
     }
 }
 
-/// The shard being read: its relative name, lines, and the last line number read.
+/// The shard being read: its relative name, reader, and the last line number read.
 struct OpenShard {
     name: String,
     path: PathBuf,
-    lines: Lines<Box<dyn BufRead + Send>>,
+    reader: Box<dyn BufRead + Send>,
     line: u64,
 }
 
-/// Iterator over `(row, record)` pairs, opening shards as the rows reach them.
-pub struct Records {
+/// A row filter that accepts every row.
+pub type All = fn(&Row) -> bool;
+
+/// Iterator over `(row, record)` pairs of the rows its filter accepts, opening shards as
+/// the rows reach them.
+pub struct Records<F = All> {
     root: PathBuf,
     rows: Rows,
     shard: Option<OpenShard>,
+    keep: F,
 }
 
-impl Records {
+impl<F: FnMut(&Row) -> bool> Records<F> {
     fn open_shard(&mut self, name: &str) -> Result<(), LibraryError> {
         let path = self.root.join(name);
         let file = File::open(&path).map_err(LibraryError::io(&path))?;
         let decoder = zstd::stream::read::Decoder::new(file).map_err(LibraryError::io(&path))?;
         let reader: Box<dyn BufRead + Send> = Box::new(BufReader::with_capacity(1 << 16, decoder));
-        self.shard = Some(OpenShard { name: name.to_string(), path, lines: reader.lines(), line: 0 });
+        self.shard = Some(OpenShard { name: name.to_string(), path, reader, line: 0 });
         Ok(())
     }
 
@@ -127,25 +139,30 @@ impl Records {
             .shard
             .as_mut()
             .ok_or_else(|| LibraryError::Invalid { path: self.root.clone(), message: "no shard open".into() })?;
-        while shard.line < row.shard_line {
-            let text = match shard.lines.next() {
-                Some(Ok(t)) => t,
-                Some(Err(e)) => return Err(LibraryError::Io { path: shard.path.clone(), source: e }),
-                None => {
-                    return Err(LibraryError::Invalid {
-                        path: shard.path.clone(),
-                        message: format!("ends before line {} (row {})", row.shard_line, row.id),
-                    })
-                }
-            };
-            shard.line += 1;
-            if shard.line == row.shard_line {
-                return serde_json::from_str(&text).map_err(|source| LibraryError::Json {
-                    path: shard.path.clone(),
-                    line: shard.line,
-                    source,
-                });
+        let ends_early = |shard: &OpenShard| LibraryError::Invalid {
+            path: shard.path.clone(),
+            message: format!("ends before line {} (row {})", row.shard_line, row.id),
+        };
+        // Lines before the wanted one are skipped unparsed.
+        while shard.line + 1 < row.shard_line {
+            let n = shard.reader.skip_until(b'\n').map_err(LibraryError::io(&shard.path))?;
+            if n == 0 {
+                return Err(ends_early(shard));
             }
+            shard.line += 1;
+        }
+        if shard.line + 1 == row.shard_line {
+            let mut text = Vec::new();
+            let n = shard.reader.read_until(b'\n', &mut text).map_err(LibraryError::io(&shard.path))?;
+            if n == 0 {
+                return Err(ends_early(shard));
+            }
+            shard.line += 1;
+            return serde_json::from_slice(&text).map_err(|source| LibraryError::Json {
+                path: shard.path.clone(),
+                line: shard.line,
+                source,
+            });
         }
         Err(LibraryError::Invalid {
             path: shard.path.clone(),
@@ -154,14 +171,18 @@ impl Records {
     }
 }
 
-impl Iterator for Records {
+impl<F: FnMut(&Row) -> bool> Iterator for Records<F> {
     type Item = Result<(Row, Trajectory), LibraryError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let row = match self.rows.next()? {
-            Ok(r) => r,
-            Err(e) => return Some(Err(e)),
-        };
-        Some(self.record_for(&row).map(|t| (row, t)))
+        loop {
+            let row = match self.rows.next()? {
+                Ok(r) => r,
+                Err(e) => return Some(Err(e)),
+            };
+            if (self.keep)(&row) {
+                return Some(self.record_for(&row).map(|t| (row, t)));
+            }
+        }
     }
 }

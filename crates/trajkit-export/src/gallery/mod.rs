@@ -205,7 +205,7 @@ fn fetch_and_render(
         budget: per_example,
     };
     if plan.count > 0 {
-        for record in lib.records()? {
+        for record in lib.records_where(|row| wanted.contains_key(row.id.as_str()))? {
             let (row, mut t) = record?;
             let Some(&slot) = wanted.get(row.id.as_str()) else { continue };
             if rendered[slot].is_some() {
