@@ -59,10 +59,8 @@ pub fn outcomes_by(conn: &Connection, path: &Path, column: &str) -> Result<Vec<O
     }
     let sql = format!(
         "SELECT {column}, count(*), count(DISTINCT task_key), sum(status = 'success'), sum(status = 'failure'),
-                sum(status = 'unknown'),
-                (SELECT count(DISTINCT t2.task_key) FROM trajectories t2
-                   WHERE t2.status = 'success' AND t2.{column} IS t.{column})
-         FROM trajectories t GROUP BY {column} ORDER BY count(*) DESC, {column}"
+                sum(status = 'unknown'), count(DISTINCT CASE WHEN status = 'success' THEN task_key END)
+         FROM trajectories GROUP BY {column} ORDER BY count(*) DESC, {column}"
     );
     let mut st = conn.prepare(&sql).map_err(sqlerr(path))?;
     let rows = st
