@@ -2,3 +2,4 @@
 //! publications around them, beyond reading them.
 
 pub mod manifest;
+pub mod redact;
