@@ -73,6 +73,8 @@ enum Command {
     Schema,
     /// Publication manifests: every file with size and SHA-256 (create), checked by verify.
     Manifest(commands::manifest::ManifestArgs),
+    /// Replace secrets by consistent placeholders; writes canonical records and a report.
+    Redact(commands::redact::RedactArgs),
 }
 
 /// mimalloc's `purge_delay` option (its index in `mi_option_e`, the same in mimalloc v2 and v3).
@@ -102,6 +104,7 @@ fn main() -> ExitCode {
         Command::Convert { read, output } => commands::convert::run(&read, &output),
         Command::Schema => commands::schema::run(),
         Command::Manifest(args) => commands::manifest::run(&args),
+        Command::Redact(args) => commands::redact::run(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

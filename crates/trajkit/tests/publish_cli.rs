@@ -88,3 +88,58 @@ fn manifest_verify_exit_codes_for_a_wrong_digest_and_errors() {
     assert_eq!(gone.status.code(), Some(2));
     assert!(text(&gone.stderr).contains("/nonexistent/tree: not a directory"), "{}", text(&gone.stderr));
 }
+
+#[test]
+fn redact_a_real_file_and_its_canonical_form_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let glaive = real("chat/llamafactory_glaive_toolcall_en_demo.json");
+    let out = dir.path().join("out.jsonl");
+    let report = dir.path().join("report.json");
+    let r = trajkit(&["redact", s(&glaive), "-o", s(&out), "--report", s(&report)]);
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
+    assert!(text(&r.stderr).contains("password: 14 replaced (5 distinct)"), "{}", text(&r.stderr));
+    let redacted = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(redacted.lines().count(), 265);
+    // The passwords the fixture's generate_password tool returned are gone.
+    for pw in ["aB3#fG7!kL9@", "a9B7$#fG3&Z1", "A1b2C3d4E5f6", "password123"] {
+        assert!(!redacted.contains(pw), "{pw} survived");
+    }
+    assert_eq!(redacted.matches("[REDACTED:password:2]").count(), 6);
+    let rep: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!((rep["records"].as_u64(), rep["records_redacted"].as_u64()), (Some(265), Some(7)));
+    assert_eq!(rep["findings"][0]["field"], "$.steps[4].tool_results[0].content");
+    assert_eq!(rep["findings"][0]["document_index"], 36);
+    assert!(!text(&std::fs::read(&report).unwrap()).contains("aB3#fG7!kL9@"));
+
+    // The same records, first converted to canonical form, redact to the same bytes.
+    let canonical = dir.path().join("c.jsonl.zst");
+    assert_eq!(trajkit(&["convert", s(&glaive), "-o", s(&canonical)]).status.code(), Some(0));
+    let again = dir.path().join("again.jsonl");
+    assert_eq!(trajkit(&["redact", s(&canonical), "-o", s(&again)]).status.code(), Some(0));
+    assert_eq!(std::fs::read_to_string(&again).unwrap(), redacted);
+}
+
+#[test]
+fn redact_literal_secrets_and_bad_rule_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let secrets = dir.path().join("secrets.txt");
+    // A word of the real Gym fixture stands in for a secret the user lists.
+    std::fs::write(&secrets, "graphwalks\n").unwrap();
+    let out = dir.path().join("out.jsonl");
+    let input = real("gym/graphwalks__example_rollouts.jsonl");
+    let r = trajkit(&["redact", s(&input), "-o", s(&out), "--secrets", s(&secrets)]);
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
+    let redacted = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(redacted.lines().count(), 4);
+    assert!(!redacted.contains("graphwalks"));
+    assert!(redacted.contains("[REDACTED:literal:1]"));
+    std::fs::write(&secrets, "ab\n").unwrap();
+    let bad = trajkit(&["redact", s(&input), "-o", s(&out), "--secrets", s(&secrets)]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(text(&bad.stderr).contains("secrets.txt: line 1: a secret must have at least 4 characters"));
+    let rules = dir.path().join("rules.toml");
+    std::fs::write(&rules, "disable = [\"no_such\"]\n").unwrap();
+    let bad = trajkit(&["redact", s(&input), "-o", s(&out), "--rules", s(&rules)]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(text(&bad.stderr).contains("rules.toml: disable: \"no_such\" is not a built-in detector"));
+}

@@ -3,6 +3,7 @@
 pub mod convert;
 pub mod inspect;
 pub mod manifest;
+pub mod redact;
 pub mod schema;
 pub mod validate;
 
