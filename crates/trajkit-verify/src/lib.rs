@@ -1,5 +1,6 @@
 //! Verification: what can be checked about trajectories and the environments and
 //! publications around them, beyond reading them.
 
+pub mod completeness;
 pub mod manifest;
 pub mod redact;

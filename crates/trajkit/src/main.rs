@@ -60,6 +60,9 @@ enum Command {
         /// One JSON object per problem per line.
         #[arg(long)]
         json: bool,
+        /// Also require what a published trajectory must preserve; name what each record lacks.
+        #[arg(long)]
+        complete: bool,
     },
     /// Write one canonical record per trajectory as JSON Lines (.gz/.zst by extension).
     Convert {
@@ -100,7 +103,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Inspect { read, json } => commands::inspect::run(&read, json),
-        Command::Validate { read, strict, json } => commands::validate::run(&read, strict, json),
+        Command::Validate { read, strict, json, complete } => commands::validate::run(&read, strict, json, complete),
         Command::Convert { read, output } => commands::convert::run(&read, &output),
         Command::Schema => commands::schema::run(),
         Command::Manifest(args) => commands::manifest::run(&args),

@@ -143,3 +143,29 @@ fn redact_literal_secrets_and_bad_rule_files() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(text(&bad.stderr).contains("rules.toml: disable: \"no_such\" is not a built-in detector"));
 }
+
+#[test]
+fn validate_complete_names_what_each_real_record_lacks() {
+    let swe_gym = real("swe_gym_openhands/adp_swe-gym_sample_raw.json");
+    let out = trajkit(&["validate", "--complete", s(&swe_gym)]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    assert_eq!(stdout.lines().count(), 5);
+    let first = stdout.lines().next().unwrap();
+    assert!(
+        first.ends_with(
+            "adp_swe-gym_sample_raw.json#0: incomplete: swe-gym-576e799b844ab4a0: lacks tool_results (1 of 21 tool calls have no linked result), initial_state (no initial state digest), final_state (no final state digest), final_output (the last assistant step (step 40) has no text)"
+        ),
+        "{first}"
+    );
+    assert!(text(&out.stderr).contains(
+        "complete: 0 of 5 trajectories; lacking: tool_results=5 initial_state=5 final_state=5 final_output=4"
+    ));
+    // Without --complete the same records are valid.
+    assert_eq!(trajkit(&["validate", s(&swe_gym)]).status.code(), Some(0));
+    let json = trajkit(&["validate", "--complete", "--json", s(&real("atif/claude-code-pass-v1.7.trajectory.json"))]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["document_index"], 0);
+    let parts: Vec<&str> = v["lacks"].as_array().unwrap().iter().map(|l| l["part"].as_str().unwrap()).collect();
+    assert_eq!(parts, ["initial_state", "final_state", "verifier_outcome"]);
+}

@@ -43,6 +43,11 @@ impl ReadOutcome {
 
 /// Discovers inputs and reads them through `sink`, showing progress.
 pub fn read(read: &ReadArgs, canonical: bool, sink: &mut dyn Sink) -> Result<ReadOutcome> {
+    read_with(read, canonical, false, sink)
+}
+
+/// `read`, also handing each accepted record to the sink when `records` is set.
+pub fn read_with(read: &ReadArgs, canonical: bool, records: bool, sink: &mut dyn Sink) -> Result<ReadOutcome> {
     let (files, errors) = discover(&read.paths);
     let missing: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
     for m in &missing {
@@ -57,7 +62,7 @@ pub fn read(read: &ReadArgs, canonical: bool, sink: &mut dyn Sink) -> Result<Rea
         Some(path) => Some(std::sync::Arc::new(trajkit_formats::outcomes::OutcomeTable::load(path)?)),
         None => None,
     };
-    let opts = Options { format: read.format.clone(), canonical, records: false, outcomes };
+    let opts = Options { format: read.format.clone(), canonical, records, outcomes };
     let reports = trajkit_formats::read_inputs(files, &opts, &mut with_bar)?;
     bar.finish_and_clear();
     Ok(ReadOutcome { reports, missing })
