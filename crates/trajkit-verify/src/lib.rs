@@ -2,5 +2,6 @@
 //! publications around them, beyond reading them.
 
 pub mod completeness;
+pub mod ledger;
 pub mod manifest;
 pub mod redact;

@@ -78,6 +78,8 @@ enum Command {
     Manifest(commands::manifest::ManifestArgs),
     /// Replace secrets by consistent placeholders; writes canonical records and a report.
     Redact(commands::redact::RedactArgs),
+    /// The attempt ledger: validate it against the tree and manifest, or render its table.
+    Ledger(commands::ledger::LedgerArgs),
 }
 
 /// mimalloc's `purge_delay` option (its index in `mi_option_e`, the same in mimalloc v2 and v3).
@@ -108,6 +110,7 @@ fn main() -> ExitCode {
         Command::Schema => commands::schema::run(),
         Command::Manifest(args) => commands::manifest::run(&args),
         Command::Redact(args) => commands::redact::run(&args),
+        Command::Ledger(args) => commands::ledger::run(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -2,6 +2,7 @@
 
 pub mod convert;
 pub mod inspect;
+pub mod ledger;
 pub mod manifest;
 pub mod redact;
 pub mod schema;
