@@ -5,3 +5,4 @@ pub mod completeness;
 pub mod ledger;
 pub mod manifest;
 pub mod redact;
+pub mod schedule;

@@ -80,6 +80,8 @@ enum Command {
     Redact(commands::redact::RedactArgs),
     /// The attempt ledger: validate it against the tree and manifest, or render its table.
     Ledger(commands::ledger::LedgerArgs),
+    /// A deterministic paired schedule: blocks of one candidate per arm sharing seed and app.
+    Schedule(commands::schedule::ScheduleArgs),
 }
 
 /// mimalloc's `purge_delay` option (its index in `mi_option_e`, the same in mimalloc v2 and v3).
@@ -111,6 +113,7 @@ fn main() -> ExitCode {
         Command::Manifest(args) => commands::manifest::run(&args),
         Command::Redact(args) => commands::redact::run(&args),
         Command::Ledger(args) => commands::ledger::run(&args),
+        Command::Schedule(args) => commands::schedule::run(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -169,3 +169,29 @@ fn validate_complete_names_what_each_real_record_lacks() {
     let parts: Vec<&str> = v["lacks"].as_array().unwrap().iter().map(|l| l["part"].as_str().unwrap()).collect();
     assert_eq!(parts, ["initial_state", "final_state", "verifier_outcome"]);
 }
+
+const SEED: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+
+#[test]
+fn schedule_summary_bytes_and_errors() {
+    let args = ["schedule", "--seed", SEED, "--app", "gmail", "--app", "phone"];
+    let summary =
+        trajkit(&[&args[..], &["--arm-name", "A", "--arm-name", "B", "--arm-name", "C", "--summary"]].concat());
+    assert_eq!(summary.status.code(), Some(0));
+    assert_eq!(text(&summary.stdout), "32 96\n");
+    let full = trajkit(&args);
+    assert_eq!(full.status.code(), Some(0));
+    // SHA-256 of the whole output; the Python reference in docs/schedule.md gives the same.
+    let digest = trajkit_model::sha256_hex(&full.stdout);
+    assert_eq!(digest, "64a3f2748c84f59937fb6f20e7e6a619f6cc6e17d1134b8fe2e9a64cfb858986");
+    let v: serde_json::Value = serde_json::from_slice(&full.stdout).unwrap();
+    assert_eq!(v["blocks"][0]["candidates"], serde_json::json!(["b00-A", "b00-B", "b00-C"]));
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s.json");
+    assert_eq!(trajkit(&[&args[..], &["-o", s(&out)]].concat()).status.code(), Some(0));
+    assert_eq!(std::fs::read(&out).unwrap(), full.stdout);
+    let bad = trajkit(&["schedule", "--seed", "abc", "--app", "gmail"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(text(&bad.stderr).contains("--seed: expected 64 hex digits (32 bytes), got \"abc\""));
+    assert_eq!(trajkit(&["schedule", "--seed", SEED]).status.code(), Some(2));
+}

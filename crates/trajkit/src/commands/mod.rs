@@ -5,6 +5,7 @@ pub mod inspect;
 pub mod ledger;
 pub mod manifest;
 pub mod redact;
+pub mod schedule;
 pub mod schema;
 pub mod validate;
 
