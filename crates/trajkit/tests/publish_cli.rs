@@ -195,3 +195,50 @@ fn schedule_summary_bytes_and_errors() {
     assert!(text(&bad.stderr).contains("--seed: expected 64 hex digits (32 bytes), got \"abc\""));
     assert_eq!(trajkit(&["schedule", "--seed", SEED]).status.code(), Some(2));
 }
+
+fn example(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/publication").join(rel)
+}
+
+#[test]
+fn ledger_validate_and_render_the_shipped_example() {
+    let ok = trajkit(&["ledger", "validate", s(&example("ledger.jsonl"))]);
+    assert_eq!(ok.status.code(), Some(0), "{}{}", text(&ok.stdout), text(&ok.stderr));
+    assert!(
+        text(&ok.stderr).contains("3 attempts (1 executed, 1 component_tested, 1 pre_execution_rejected), 0 findings")
+    );
+    // The example's manifest is itself clean.
+    assert_eq!(trajkit(&["manifest", "verify", s(&example(""))]).status.code(), Some(0));
+    let table = trajkit(&["ledger", "render", s(&example("ledger.jsonl"))]);
+    assert_eq!(table.status.code(), Some(0));
+    let out = text(&table.stdout);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 7);
+    assert!(lines[0].starts_with("| attempt | environment | approach | classification | run |"));
+    assert!(lines[4].starts_with("| replay-public-trajectories | "));
+    assert!(lines[4].contains("| `pre_execution_rejected` |"));
+    assert_eq!(lines[6], "3 attempts: 1 executed, 1 component_tested, 1 pre_execution_rejected.");
+}
+
+#[test]
+fn ledger_findings_name_line_field_and_code() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&example(""), dir.path());
+    let ledger = dir.path().join("ledger.jsonl");
+    std::fs::remove_file(dir.path().join("results/completeness.txt")).unwrap();
+    std::fs::write(dir.path().join("results/schedule-gmail-phone.json"), b"{}").unwrap();
+    let r = trajkit(&["ledger", "validate", s(&ledger)]);
+    assert_eq!(r.status.code(), Some(1));
+    let out = text(&r.stdout);
+    let codes: Vec<&str> = out.lines().map(|l| l.split(": ").nth(2).unwrap_or("")).collect();
+    assert_eq!(codes, ["location_changed", "location_missing"], "{out}");
+    assert!(out.contains("ledger.jsonl:2: $.public_locations[0]: location_changed: \"results/schedule-gmail-phone.json\" has 2 bytes, the manifest lists 23821"));
+
+    let text_in = std::fs::read_to_string(&ledger).unwrap().replace("\"executed\"", "\"done\"");
+    std::fs::write(&ledger, text_in).unwrap();
+    let r = trajkit(&["ledger", "render", s(&ledger)]);
+    assert_eq!(r.status.code(), Some(1));
+    assert_eq!(text(&r.stdout), "");
+    assert!(text(&r.stderr).contains("ledger.jsonl:1: $.classification: invalid_classification: \"done\" is not one of executed, component_tested, pre_execution_rejected"));
+    assert_eq!(trajkit(&["ledger", "validate", "/nonexistent/ledger.jsonl"]).status.code(), Some(2));
+}
