@@ -2,6 +2,7 @@
 //! publications around them, beyond reading them.
 
 pub mod completeness;
+pub mod diagnose;
 pub mod ledger;
 pub mod manifest;
 pub mod redact;

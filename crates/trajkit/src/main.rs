@@ -82,6 +82,8 @@ enum Command {
     Ledger(commands::ledger::LedgerArgs),
     /// A deterministic paired schedule: blocks of one candidate per arm sharing seed and app.
     Schedule(commands::schedule::ScheduleArgs),
+    /// Check numeric arrays (.npy, .npz, JSON) for NaN/Inf, locate the first, summarize each.
+    Diagnose(commands::diagnose::DiagnoseArgs),
 }
 
 /// mimalloc's `purge_delay` option (its index in `mi_option_e`, the same in mimalloc v2 and v3).
@@ -114,6 +116,7 @@ fn main() -> ExitCode {
         Command::Redact(args) => commands::redact::run(&args),
         Command::Ledger(args) => commands::ledger::run(&args),
         Command::Schedule(args) => commands::schedule::run(&args),
+        Command::Diagnose(args) => commands::diagnose::run(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

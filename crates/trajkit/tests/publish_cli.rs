@@ -242,3 +242,37 @@ fn ledger_findings_name_line_field_and_code() {
     assert!(text(&r.stderr).contains("ledger.jsonl:1: $.classification: invalid_classification: \"done\" is not one of executed, component_tested, pre_execution_rejected"));
     assert_eq!(trajkit(&["ledger", "validate", "/nonexistent/ledger.jsonl"]).status.code(), Some(2));
 }
+
+fn numeric(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/numeric").join(name)
+}
+
+#[test]
+fn diagnose_locates_the_first_non_finite_value_and_sets_the_exit_status() {
+    let out = trajkit(&["diagnose", s(&numeric("velocity_f8_v1.npy")), s(&numeric("history_python.json"))]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().map(|l| l.rsplit_once("numeric/").map_or(l, |(_, r)| r)).collect();
+    assert_eq!(lines[0], "velocity_f8_v1.npy: <f8 (50, 3) count 150 finite 148 nan 1 +inf 1 -inf 0 min -2.516759710820513 max 2.2447566264860495 mean -0.1660098952826866");
+    assert_eq!(lines[1], "velocity_f8_v1.npy: first non-finite: NaN at leading index 12, flat index 37, index (12, 1)");
+    assert!(lines.contains(
+        &"history_python.json: $.steps[*].u: first non-finite: NaN at leading index 7, flat index 14, index (7, 0)"
+    ));
+    assert!(text(&out.stderr).contains("2 files, 5 arrays: 3 with non-finite values, 0 files not readable"));
+
+    let clean = trajkit(&["diagnose", s(&numeric("finite.json")), s(&numeric("counts_i8.npy"))]);
+    assert_eq!(clean.status.code(), Some(0));
+
+    let json = trajkit(&["diagnose", "--json", s(&numeric("simulation_stored.npz"))]);
+    assert_eq!(json.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(
+        v["arrays"][1]["first_non_finite"],
+        serde_json::json!({"kind": "-Inf", "leading_index": 15, "flat_index": 15, "index": [15]})
+    );
+
+    let unsupported = trajkit(&["diagnose", s(&numeric("complex_c16.npy")), s(&numeric("finite.json"))]);
+    assert_eq!(unsupported.status.code(), Some(2));
+    assert!(text(&unsupported.stderr).contains("dtype \"<c16\" is not supported"));
+    assert_eq!(trajkit(&["diagnose"]).status.code(), Some(2));
+}

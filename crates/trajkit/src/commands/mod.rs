@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod convert;
+pub mod diagnose;
 pub mod inspect;
 pub mod ledger;
 pub mod manifest;
