@@ -3,6 +3,7 @@
 
 pub mod completeness;
 pub mod diagnose;
+pub mod finite;
 pub mod ledger;
 pub mod manifest;
 pub mod redact;

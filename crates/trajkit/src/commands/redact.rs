@@ -49,6 +49,12 @@ impl Redacting<'_> {
         if self.error.is_some() {
             return;
         }
+        // Never write a non-finite number (serde_json would write null): docs/numbers.md.
+        if let Err(e) = trajkit_verify::finite::check_trajectory(&t) {
+            self.rejected += 1;
+            eprintln!("{}: {}: {e}", t.provenance.path, t.id);
+            return;
+        }
         let result = self
             .redactor
             .redact_trajectory(&mut t, self.report)
