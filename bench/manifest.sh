@@ -34,19 +34,23 @@ mib=$(du -sm --apparent-size "$tree" | cut -f1)
 # label, threads, command...
 measure() {
   local label=$1 threads=$2; shift 2
-  local times=() rss=0
+  local times=() cpus=() rss=0
   for _ in $(seq "$runs"); do
     /usr/bin/time -v "$@" >/dev/null 2>"$out/time.txt"
     times+=("$(awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,a,":"); s=0; for(i=1;i<=n;i++) s=s*60+a[i]; print s}' "$out/time.txt")")
+    cpus+=("$(awk -F': ' '/User time|System time/ {s+=$2} END {print s}' "$out/time.txt")")
     r=$(awk -F': ' '/Maximum resident set size/ {printf "%.0f", $2/1024}' "$out/time.txt")
     [ "$r" -gt "$rss" ] && rss=$r
   done
   secs=$(printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-  awk -v l="$label" -v t="$threads" -v f="$files" -v mb="$mib" -v s="$secs" -v r="$rss" \
-    'BEGIN { printf "| %s | %s | %d | %.2f | %.2f | %.0f | %s |\n", l, t, f, mb/1024, s, mb/s, r }'
+  cpu=$(printf '%s\n' "${cpus[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+  awk -v l="$label" -v t="$threads" -v f="$files" -v mb="$mib" -v s="$secs" -v c="$cpu" -v r="$rss" \
+    -v load="$(cut -d' ' -f1 /proc/loadavg)" \
+    'BEGIN { printf "| %s | %s | %d | %.2f | %.2f | %.0f | %.2f | %.0f | %s | %s |\n", l, t, f, mb/1024, s, mb/s, c, mb/c, r, load }'
 }
 
-printf '| job | threads | files | GiB | seconds (median) | MiB/s | peak RSS MiB |\n|---|---|---|---|---|---|---|\n'
+printf '| job | threads | files | GiB | seconds (median) | MiB/s | CPU seconds | MiB per CPU-second | peak RSS MiB | load average |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|\n'
 for t in 1 2; do
   measure "trajkit manifest create" "$t" "$bin" manifest create "$tree" -o "$out/manifest.json" --threads "$t"
 done
