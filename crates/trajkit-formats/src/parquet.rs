@@ -273,14 +273,27 @@ fn write_display(v: impl std::fmt::Display, out: &mut Vec<u8>) {
     let _ = write!(out, "{v}");
 }
 
-fn write_f64(v: f64, out: &mut Vec<u8>) {
-    // Non-finite floats have no JSON form: serde_json writes them as null.
+fn write_f64(v: f64, out: &mut Vec<u8>) -> Written {
+    finite(v.is_finite(), v)?;
     let _ = serde_json::to_writer(&mut *out, &v);
+    Ok(())
 }
 
-fn write_f32(v: f32, out: &mut Vec<u8>) {
+fn write_f32(v: f32, out: &mut Vec<u8>) -> Written {
+    finite(v.is_finite(), v)?;
     // Shortest f32 text (0.1, not 0.10000000149011612).
     let _ = serde_json::to_writer(&mut *out, &v);
+    Ok(())
+}
+
+/// NaN and ±Infinity have no JSON form, and serde_json would write them as `null`: the row
+/// is refused instead (docs/numbers.md), naming the value's path.
+fn finite(ok: bool, v: impl std::fmt::Display) -> Written {
+    if ok {
+        Ok(())
+    } else {
+        Err(Unconvertible::new(format!("non-finite float {v} (NaN and Infinity have no JSON form)")))
+    }
 }
 
 /// Writes element `i` of `array` as JSON.
@@ -309,9 +322,9 @@ fn write_value(array: &dyn Array, i: usize, out: &mut Vec<u8>) -> Written {
         DataType::UInt16 => write_display(prim!(UInt16Type), out),
         DataType::UInt32 => write_display(prim!(UInt32Type), out),
         DataType::UInt64 => write_display(prim!(UInt64Type), out),
-        DataType::Float16 => write_f32(prim!(Float16Type).to_f32(), out),
-        DataType::Float32 => write_f32(prim!(Float32Type), out),
-        DataType::Float64 => write_f64(prim!(Float64Type), out),
+        DataType::Float16 => write_f32(prim!(Float16Type).to_f32(), out)?,
+        DataType::Float32 => write_f32(prim!(Float32Type), out)?,
+        DataType::Float64 => write_f64(prim!(Float64Type), out)?,
         DataType::Decimal128(..) => {
             // A JSON string: exact digits and scale (a JSON number would pass through f64).
             let a = array.as_primitive_opt::<Decimal128Type>().ok_or_else(unsupported)?;

@@ -2,8 +2,14 @@
 //! publications around them, beyond reading them.
 
 pub mod admission;
+pub mod completeness;
 pub mod counterfactual;
+pub mod diagnose;
 pub mod env;
+pub mod finite;
+pub mod ledger;
 pub mod manifest;
+pub mod redact;
 pub mod replay;
+pub mod schedule;
 pub mod state;

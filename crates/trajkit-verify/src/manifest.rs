@@ -224,6 +224,22 @@ pub fn hash_file(path: &Path, size_hint: u64) -> Result<(String, u64), ManifestE
     Ok((trajkit_model::canonical::hex(&hasher.finalize()), total))
 }
 
+/// Runs `work` on every item in parallel, largest first and one item per task (so a few big
+/// files among many small ones are spread over the threads, and none starts last), and
+/// returns the results in the items' order.
+fn largest_first<T: Sync, R: Send>(
+    items: &[T],
+    size: impl Fn(&T) -> u64,
+    work: impl Fn(&T) -> Result<R, ManifestError> + Sync,
+) -> Result<Vec<R>, ManifestError> {
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(size(&items[i])));
+    let mut done: Vec<(usize, R)> =
+        order.par_iter().with_max_len(1).map(|&i| work(&items[i]).map(|r| (i, r))).collect::<Result<_, _>>()?;
+    done.sort_unstable_by_key(|(i, _)| *i);
+    Ok(done.into_iter().map(|(_, r)| r).collect())
+}
+
 /// Builds the manifest of every file under `root` except the `exclude` paths (relative,
 /// `/`-separated; a directory excludes everything below it). Symbolic links and special
 /// files are an error: a manifest vouches for bytes, and a link's target may change.
@@ -238,14 +254,14 @@ pub fn create(root: &Path, exclude: &[&str]) -> Result<Manifest, ManifestError> 
     if let Some(s) = tree.special.first() {
         return Err(ManifestError::NotRegular(root.join(s)));
     }
-    let files: Vec<FileEntry> = tree
-        .files
-        .par_iter()
-        .map(|f| {
+    let files = largest_first(
+        &tree.files,
+        |f| f.bytes,
+        |f| {
             let (sha256, bytes) = hash_file(&root.join(&f.rel), f.bytes)?;
             Ok(FileEntry { bytes, path: f.rel.clone(), sha256 })
-        })
-        .collect::<Result<_, ManifestError>>()?;
+        },
+    )?;
     let mut m = Manifest {
         excluded,
         file_count: files.len() as u64,
@@ -272,9 +288,18 @@ pub fn write(manifest: &Manifest, path: &Path) -> Result<(), ManifestError> {
 }
 
 /// Writes `bytes` to a temporary file in `path`'s directory, then renames it to `path`.
+/// The file gets the permissions of a newly created file (0666 less the umask), not the
+/// owner-only mode of temporary files: published files must be readable.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ManifestError> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new().prefix(".trajkit-").suffix(".tmp").tempfile_in(dir).map_err(io_err(dir))?;
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".trajkit-").suffix(".tmp");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let mut tmp = builder.tempfile_in(dir).map_err(io_err(dir))?;
     tmp.write_all(bytes).map_err(io_err(path))?;
     tmp.persist(path).map_err(|e| ManifestError::Io { path: path.to_path_buf(), source: e.error })?;
     Ok(())
@@ -351,12 +376,9 @@ pub fn verify_with(root: &Path, manifest_path: &Path) -> Result<VerifyReport, Ma
         tree.files.iter().filter(|f| !listed.contains(f.rel.as_str())).map(|f| f.rel.clone()).collect();
     extra.extend(tree.special.iter().cloned());
     extra.sort_unstable();
-    let checks: Vec<(Option<Changed>, u64)> = m
-        .files
-        .par_iter()
-        .filter_map(|f| present.get(f.path.as_str()).map(|&size| (f, size)))
-        .map(|(f, size)| compare(root, f, size))
-        .collect::<Result<_, _>>()?;
+    let to_check: Vec<(&FileEntry, u64)> =
+        m.files.iter().filter_map(|f| present.get(f.path.as_str()).map(|&size| (f, size))).collect();
+    let checks = largest_first(&to_check, |(_, size)| *size, |(f, size)| compare(root, f, *size))?;
     Ok(VerifyReport {
         manifest: manifest_path.display().to_string(),
         listed: m.files.len() as u64,

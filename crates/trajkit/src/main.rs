@@ -61,6 +61,9 @@ enum Command {
         /// One JSON object per problem per line.
         #[arg(long)]
         json: bool,
+        /// Also require what a published trajectory must preserve; name what each record lacks.
+        #[arg(long)]
+        complete: bool,
     },
     /// Write one canonical record per trajectory as JSON Lines (.gz/.zst by extension).
     Convert {
@@ -123,6 +126,14 @@ enum Command {
     Counterfactual(commands::counterfactual::CounterfactualArgs),
     /// Answer the four admission questions of a task from recorded evidence.
     Admit(commands::admit::AdmitArgs),
+    /// Replace secrets by consistent placeholders; writes canonical records and a report.
+    Redact(commands::redact::RedactArgs),
+    /// The attempt ledger: validate it against the tree and manifest, or render its table.
+    Ledger(commands::ledger::LedgerArgs),
+    /// A deterministic paired schedule: blocks of one candidate per arm sharing seed and app.
+    Schedule(commands::schedule::ScheduleArgs),
+    /// Check numeric arrays (.npy, .npz, JSON) for NaN/Inf, locate the first, summarize each.
+    Diagnose(commands::diagnose::DiagnoseArgs),
 }
 
 /// mimalloc's `purge_delay` option (its index in `mi_option_e`, the same in mimalloc v2 and v3).
@@ -148,7 +159,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Inspect { read, json } => commands::inspect::run(&read, json),
-        Command::Validate { read, strict, json } => commands::validate::run(&read, strict, json),
+        Command::Validate { read, strict, json, complete } => commands::validate::run(&read, strict, json, complete),
         Command::Convert { read, output } => commands::convert::run(&read, &output),
         Command::Schema => commands::schema::run(),
         Command::Build(args) => commands::build::run(&args),
@@ -164,6 +175,10 @@ fn main() -> ExitCode {
         Command::Replay(args) => commands::replay::run(&args),
         Command::Counterfactual(args) => commands::counterfactual::run(&args),
         Command::Admit(args) => commands::admit::run(&args),
+        Command::Redact(args) => commands::redact::run(&args),
+        Command::Ledger(args) => commands::ledger::run(&args),
+        Command::Schedule(args) => commands::schedule::run(&args),
+        Command::Diagnose(args) => commands::diagnose::run(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -88,3 +88,191 @@ fn manifest_verify_exit_codes_for_a_wrong_digest_and_errors() {
     assert_eq!(gone.status.code(), Some(2));
     assert!(text(&gone.stderr).contains("/nonexistent/tree: not a directory"), "{}", text(&gone.stderr));
 }
+
+#[test]
+fn redact_a_real_file_and_its_canonical_form_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let glaive = real("chat/llamafactory_glaive_toolcall_en_demo.json");
+    let out = dir.path().join("out.jsonl");
+    let report = dir.path().join("report.json");
+    let r = trajkit(&["redact", s(&glaive), "-o", s(&out), "--report", s(&report)]);
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
+    assert!(text(&r.stderr).contains("password: 14 replaced (5 distinct)"), "{}", text(&r.stderr));
+    let redacted = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(redacted.lines().count(), 265);
+    // The passwords the fixture's generate_password tool returned are gone.
+    for pw in ["aB3#fG7!kL9@", "a9B7$#fG3&Z1", "A1b2C3d4E5f6", "password123"] {
+        assert!(!redacted.contains(pw), "{pw} survived");
+    }
+    assert_eq!(redacted.matches("[REDACTED:password:2]").count(), 6);
+    let rep: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!((rep["records"].as_u64(), rep["records_redacted"].as_u64()), (Some(265), Some(7)));
+    assert_eq!(rep["findings"][0]["field"], "$.steps[4].tool_results[0].content");
+    assert_eq!(rep["findings"][0]["document_index"], 36);
+    assert!(!text(&std::fs::read(&report).unwrap()).contains("aB3#fG7!kL9@"));
+
+    // The same records, first converted to canonical form, redact to the same bytes.
+    let canonical = dir.path().join("c.jsonl.zst");
+    assert_eq!(trajkit(&["convert", s(&glaive), "-o", s(&canonical)]).status.code(), Some(0));
+    let again = dir.path().join("again.jsonl");
+    assert_eq!(trajkit(&["redact", s(&canonical), "-o", s(&again)]).status.code(), Some(0));
+    assert_eq!(std::fs::read_to_string(&again).unwrap(), redacted);
+}
+
+#[test]
+fn redact_literal_secrets_and_bad_rule_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let secrets = dir.path().join("secrets.txt");
+    // A word of the real Gym fixture stands in for a secret the user lists.
+    std::fs::write(&secrets, "graphwalks\n").unwrap();
+    let out = dir.path().join("out.jsonl");
+    let input = real("gym/graphwalks__example_rollouts.jsonl");
+    let r = trajkit(&["redact", s(&input), "-o", s(&out), "--secrets", s(&secrets)]);
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
+    let redacted = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(redacted.lines().count(), 4);
+    assert!(!redacted.contains("graphwalks"));
+    assert!(redacted.contains("[REDACTED:literal:1]"));
+    std::fs::write(&secrets, "ab\n").unwrap();
+    let bad = trajkit(&["redact", s(&input), "-o", s(&out), "--secrets", s(&secrets)]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(text(&bad.stderr).contains("secrets.txt: line 1: a secret must have at least 4 characters"));
+    let rules = dir.path().join("rules.toml");
+    std::fs::write(&rules, "disable = [\"no_such\"]\n").unwrap();
+    let bad = trajkit(&["redact", s(&input), "-o", s(&out), "--rules", s(&rules)]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(text(&bad.stderr).contains("rules.toml: disable: \"no_such\" is not a built-in detector"));
+}
+
+#[test]
+fn validate_complete_names_what_each_real_record_lacks() {
+    let swe_gym = real("swe_gym_openhands/adp_swe-gym_sample_raw.json");
+    let out = trajkit(&["validate", "--complete", s(&swe_gym)]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    assert_eq!(stdout.lines().count(), 5);
+    let first = stdout.lines().next().unwrap();
+    assert!(
+        first.ends_with(
+            "adp_swe-gym_sample_raw.json#0: incomplete: swe-gym-576e799b844ab4a0: lacks tool_results (1 of 21 tool calls have no linked result), initial_state (no initial state digest), final_state (no final state digest), final_output (the last assistant step (step 40) has no text)"
+        ),
+        "{first}"
+    );
+    assert!(text(&out.stderr).contains(
+        "complete: 0 of 5 trajectories; lacking: tool_results=5 initial_state=5 final_state=5 final_output=4"
+    ));
+    // Without --complete the same records are valid.
+    assert_eq!(trajkit(&["validate", s(&swe_gym)]).status.code(), Some(0));
+    let json = trajkit(&["validate", "--complete", "--json", s(&real("atif/claude-code-pass-v1.7.trajectory.json"))]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["document_index"], 0);
+    let parts: Vec<&str> = v["lacks"].as_array().unwrap().iter().map(|l| l["part"].as_str().unwrap()).collect();
+    assert_eq!(parts, ["initial_state", "final_state", "verifier_outcome"]);
+}
+
+const SEED: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+
+#[test]
+fn schedule_summary_bytes_and_errors() {
+    let args = ["schedule", "--seed", SEED, "--app", "gmail", "--app", "phone"];
+    let summary =
+        trajkit(&[&args[..], &["--arm-name", "A", "--arm-name", "B", "--arm-name", "C", "--summary"]].concat());
+    assert_eq!(summary.status.code(), Some(0));
+    assert_eq!(text(&summary.stdout), "32 96\n");
+    let full = trajkit(&args);
+    assert_eq!(full.status.code(), Some(0));
+    // SHA-256 of the whole output; the Python reference in docs/schedule.md gives the same.
+    let digest = trajkit_model::sha256_hex(&full.stdout);
+    assert_eq!(digest, "64a3f2748c84f59937fb6f20e7e6a619f6cc6e17d1134b8fe2e9a64cfb858986");
+    let v: serde_json::Value = serde_json::from_slice(&full.stdout).unwrap();
+    assert_eq!(v["blocks"][0]["candidates"], serde_json::json!(["b00-A", "b00-B", "b00-C"]));
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s.json");
+    assert_eq!(trajkit(&[&args[..], &["-o", s(&out)]].concat()).status.code(), Some(0));
+    assert_eq!(std::fs::read(&out).unwrap(), full.stdout);
+    let bad = trajkit(&["schedule", "--seed", "abc", "--app", "gmail"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(text(&bad.stderr).contains("--seed: expected 64 hex digits (32 bytes), got \"abc\""));
+    assert_eq!(trajkit(&["schedule", "--seed", SEED]).status.code(), Some(2));
+}
+
+fn example(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/publication").join(rel)
+}
+
+#[test]
+fn ledger_validate_and_render_the_shipped_example() {
+    let ok = trajkit(&["ledger", "validate", s(&example("ledger.jsonl"))]);
+    assert_eq!(ok.status.code(), Some(0), "{}{}", text(&ok.stdout), text(&ok.stderr));
+    assert!(
+        text(&ok.stderr).contains("3 attempts (1 executed, 1 component_tested, 1 pre_execution_rejected), 0 findings")
+    );
+    // The example's manifest is itself clean.
+    assert_eq!(trajkit(&["manifest", "verify", s(&example(""))]).status.code(), Some(0));
+    let table = trajkit(&["ledger", "render", s(&example("ledger.jsonl"))]);
+    assert_eq!(table.status.code(), Some(0));
+    let out = text(&table.stdout);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 7);
+    assert!(lines[0].starts_with("| attempt | environment | approach | classification | run |"));
+    assert!(lines[4].starts_with("| replay-public-trajectories | "));
+    assert!(lines[4].contains("| `pre_execution_rejected` |"));
+    assert_eq!(lines[6], "3 attempts: 1 executed, 1 component_tested, 1 pre_execution_rejected.");
+}
+
+#[test]
+fn ledger_findings_name_line_field_and_code() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&example(""), dir.path());
+    let ledger = dir.path().join("ledger.jsonl");
+    std::fs::remove_file(dir.path().join("results/completeness.txt")).unwrap();
+    std::fs::write(dir.path().join("results/schedule-gmail-phone.json"), b"{}").unwrap();
+    let r = trajkit(&["ledger", "validate", s(&ledger)]);
+    assert_eq!(r.status.code(), Some(1));
+    let out = text(&r.stdout);
+    let codes: Vec<&str> = out.lines().map(|l| l.split(": ").nth(2).unwrap_or("")).collect();
+    assert_eq!(codes, ["location_changed", "location_missing"], "{out}");
+    assert!(out.contains("ledger.jsonl:2: $.public_locations[0]: location_changed: \"results/schedule-gmail-phone.json\" has 2 bytes, the manifest lists 23821"));
+
+    let text_in = std::fs::read_to_string(&ledger).unwrap().replace("\"executed\"", "\"done\"");
+    std::fs::write(&ledger, text_in).unwrap();
+    let r = trajkit(&["ledger", "render", s(&ledger)]);
+    assert_eq!(r.status.code(), Some(1));
+    assert_eq!(text(&r.stdout), "");
+    assert!(text(&r.stderr).contains("ledger.jsonl:1: $.classification: invalid_classification: \"done\" is not one of executed, component_tested, pre_execution_rejected"));
+    assert_eq!(trajkit(&["ledger", "validate", "/nonexistent/ledger.jsonl"]).status.code(), Some(2));
+}
+
+fn numeric(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/numeric").join(name)
+}
+
+#[test]
+fn diagnose_locates_the_first_non_finite_value_and_sets_the_exit_status() {
+    let out = trajkit(&["diagnose", s(&numeric("velocity_f8_v1.npy")), s(&numeric("history_python.json"))]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().map(|l| l.rsplit_once("numeric/").map_or(l, |(_, r)| r)).collect();
+    assert_eq!(lines[0], "velocity_f8_v1.npy: <f8 (50, 3) count 150 finite 148 nan 1 +inf 1 -inf 0 min -2.516759710820513 max 2.2447566264860495 mean -0.1660098952826866");
+    assert_eq!(lines[1], "velocity_f8_v1.npy: first non-finite: NaN at leading index 12, flat index 37, index (12, 1)");
+    assert!(lines.contains(
+        &"history_python.json: $.steps[*].u: first non-finite: NaN at leading index 7, flat index 14, index (7, 0)"
+    ));
+    assert!(text(&out.stderr).contains("2 files, 5 arrays: 3 with non-finite values, 0 files not readable"));
+
+    let clean = trajkit(&["diagnose", s(&numeric("finite.json")), s(&numeric("counts_i8.npy"))]);
+    assert_eq!(clean.status.code(), Some(0));
+
+    let json = trajkit(&["diagnose", "--json", s(&numeric("simulation_stored.npz"))]);
+    assert_eq!(json.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(
+        v["arrays"][1]["first_non_finite"],
+        serde_json::json!({"kind": "-Inf", "leading_index": 15, "flat_index": 15, "index": [15]})
+    );
+
+    let unsupported = trajkit(&["diagnose", s(&numeric("complex_c16.npy")), s(&numeric("finite.json"))]);
+    assert_eq!(unsupported.status.code(), Some(2));
+    assert!(text(&unsupported.stderr).contains("dtype \"<c16\" is not supported"));
+    assert_eq!(trajkit(&["diagnose"]).status.code(), Some(2));
+}

@@ -4,13 +4,17 @@ pub mod admit;
 pub mod build;
 pub mod convert;
 pub mod counterfactual;
+pub mod diagnose;
 pub mod evaluate_actions;
 pub mod export;
 pub mod gallery;
 pub mod inspect;
+pub mod ledger;
 pub mod manifest;
 pub mod query;
+pub mod redact;
 pub mod replay;
+pub mod schedule;
 pub mod schema;
 pub mod state;
 pub mod stats;
@@ -52,6 +56,11 @@ impl ReadOutcome {
 
 /// Discovers inputs and reads them through `sink`, showing progress.
 pub fn read(read: &ReadArgs, canonical: bool, sink: &mut dyn Sink) -> Result<ReadOutcome> {
+    read_with(read, canonical, false, sink)
+}
+
+/// `read`, also handing each accepted record to the sink when `records` is set.
+pub fn read_with(read: &ReadArgs, canonical: bool, records: bool, sink: &mut dyn Sink) -> Result<ReadOutcome> {
     let (files, errors) = discover(&read.paths);
     let missing: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
     for m in &missing {
@@ -66,7 +75,7 @@ pub fn read(read: &ReadArgs, canonical: bool, sink: &mut dyn Sink) -> Result<Rea
         Some(path) => Some(std::sync::Arc::new(trajkit_formats::outcomes::OutcomeTable::load(path)?)),
         None => None,
     };
-    let opts = Options { format: read.format.clone(), canonical, records: false, outcomes, analyze: None };
+    let opts = Options { format: read.format.clone(), canonical, records, outcomes, analyze: None };
     let reports = trajkit_formats::read_inputs(files, &opts, &mut with_bar)?;
     bar.finish_and_clear();
     Ok(ReadOutcome { reports, missing })

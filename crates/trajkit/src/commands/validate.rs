@@ -3,18 +3,31 @@
 use anyhow::Result;
 use serde_json::json;
 use trajkit_formats::{FileReport, InputFile, Rejection, Sink};
+use trajkit_verify::completeness::{self, Tally};
 
-use super::{init_threads, read};
+use super::{init_threads, read_with};
 use crate::ReadArgs;
 
 struct Problems {
     json: bool,
     strict: bool,
     rejected: u64,
+    /// `--complete`: the publication check, and its tally.
+    complete: Option<Tally>,
 }
 
 impl Sink for Problems {
-    fn trajectory(&mut self, _: &InputFile, _: Option<&trajkit_model::Trajectory>, _: Option<&[u8]>) {}
+    fn trajectory(&mut self, _: &InputFile, t: Option<&trajkit_model::Trajectory>, _: Option<&[u8]>) {
+        if let (Some(tally), Some(t)) = (&mut self.complete, t) {
+            let lacks = tally.add(t);
+            if !lacks.is_empty() {
+                println!(
+                    "{}",
+                    if self.json { completeness::json_line(t, &lacks) } else { completeness::text_line(t, &lacks) }
+                );
+            }
+        }
+    }
 
     fn rejection(&mut self, r: &Rejection) {
         self.rejected += 1;
@@ -42,10 +55,10 @@ impl Sink for Problems {
     }
 }
 
-pub fn run(args: &ReadArgs, strict: bool, json: bool) -> Result<u8> {
+pub fn run(args: &ReadArgs, strict: bool, json: bool, complete: bool) -> Result<u8> {
     init_threads(args)?;
-    let mut sink = Problems { json, strict, rejected: 0 };
-    let outcome = read(args, false, &mut sink)?;
+    let mut sink = Problems { json, strict, rejected: 0, complete: complete.then(Tally::default) };
+    let outcome = read_with(args, false, complete, &mut sink)?;
     let files = outcome.reports.len();
     let accepted: u64 = outcome.reports.iter().map(|r| r.trajectories).sum();
     let rejected: u64 = outcome.reports.iter().map(|r| r.rejected).sum();
@@ -53,5 +66,12 @@ pub fn run(args: &ReadArgs, strict: bool, json: bool) -> Result<u8> {
     eprintln!(
         "{files} files: {accepted} trajectories accepted, {rejected} records rejected, {errors} files with read errors"
     );
-    Ok(outcome.exit_code())
+    let code = outcome.exit_code();
+    match &sink.complete {
+        Some(tally) => {
+            eprintln!("{}", tally.summary());
+            Ok(if code == 0 && tally.incomplete > 0 { 1 } else { code })
+        }
+        None => Ok(code),
+    }
 }

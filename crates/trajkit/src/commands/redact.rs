@@ -1,0 +1,221 @@
+//! `trajkit redact`: canonical records with secrets replaced by consistent placeholders
+//! (docs/redaction.md). Reads any supported source format, and canonical records
+//! (`trajkit convert` output) as they are.
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use trajkit_formats::{discover, FileReport, InputFile, Options, Rejection, Sink};
+use trajkit_model::Trajectory;
+use trajkit_verify::redact::{RedactionReport, Redactor, Rules};
+
+use super::init_threads;
+use crate::output::AtomicOutput;
+use crate::ReadArgs;
+
+/// `trajkit redact ...`
+#[derive(Args)]
+pub struct RedactArgs {
+    #[command(flatten)]
+    read: ReadArgs,
+    /// Output: canonical JSON Lines (.gz/.zst by extension, `-` for standard output); atomic.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Literal secrets to replace, one per line (at least 4 characters each).
+    #[arg(long, value_name = "FILE")]
+    secrets: Option<PathBuf>,
+    /// Rules: built-in detectors to disable, extra secret keys and detectors (TOML).
+    #[arg(long, value_name = "FILE")]
+    rules: Option<PathBuf>,
+    /// Also write the report (kind, file, record, field, count; never a secret) as JSON.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+}
+
+/// Where redacted records go, and what happened on the way.
+struct Redacting<'a> {
+    redactor: &'a mut Redactor,
+    report: &'a mut RedactionReport,
+    out: &'a mut AtomicOutput,
+    buf: Vec<u8>,
+    error: Option<anyhow::Error>,
+    rejected: u64,
+}
+
+impl Redacting<'_> {
+    fn record(&mut self, mut t: Trajectory) {
+        if self.error.is_some() {
+            return;
+        }
+        // Never write a non-finite number (serde_json would write null): docs/numbers.md.
+        if let Err(e) = trajkit_verify::finite::check_trajectory(&t) {
+            self.rejected += 1;
+            eprintln!("{}: {}: {e}", t.provenance.path, t.id);
+            return;
+        }
+        let result = self
+            .redactor
+            .redact_trajectory(&mut t, self.report)
+            .map_err(anyhow::Error::from)
+            .and_then(|_| self.write(&t));
+        if let Err(e) = result {
+            self.error = Some(e);
+        }
+    }
+
+    fn write(&mut self, t: &Trajectory) -> Result<()> {
+        self.buf.clear();
+        trajkit_model::canonical::write_canonical(t, &mut self.buf)?;
+        self.buf.push(b'\n');
+        self.out.write_all(&self.buf)?;
+        Ok(())
+    }
+}
+
+impl Sink for Redacting<'_> {
+    fn trajectory(&mut self, _: &InputFile, t: Option<&Trajectory>, _: Option<&[u8]>) {
+        if let Some(t) = t {
+            self.record(t.clone());
+        }
+    }
+
+    fn rejection(&mut self, r: &Rejection) {
+        self.rejected += 1;
+        if let Some(p) = r.problems.first() {
+            eprintln!("{}: {}: {}: {}", r.location(), p.json_path, p.reason.as_str(), p.message);
+        }
+    }
+
+    fn file_done(&mut self, report: &FileReport) {
+        if let Some(e) = &report.error {
+            eprintln!("trajkit: {e}");
+        }
+    }
+
+    fn should_stop(&self) -> bool {
+        self.error.is_some()
+    }
+}
+
+pub fn run(args: &RedactArgs) -> Result<u8> {
+    let mut rules = Rules::builtin();
+    if let Some(p) = &args.rules {
+        rules.load_toml(p)?;
+    }
+    if let Some(p) = &args.secrets {
+        rules.load_secrets(p)?;
+    }
+    let threads = init_threads(&args.read)?;
+    let (files, missing) = discover(&args.read.paths);
+    for m in &missing {
+        eprintln!("trajkit: error: {m}");
+    }
+    if files.is_empty() {
+        bail!("no input files found");
+    }
+    let (canonical, sources): (Vec<InputFile>, Vec<InputFile>) = files.into_iter().partition(is_canonical);
+    let mut redactor = Redactor::new(rules);
+    let mut report = RedactionReport::default();
+    let mut out = AtomicOutput::create(&args.output, threads)?;
+    let mut sink = Redacting {
+        redactor: &mut redactor,
+        report: &mut report,
+        out: &mut out,
+        buf: Vec::new(),
+        error: None,
+        rejected: 0,
+    };
+    let mut read_any = false;
+    let mut file_errors = missing.len();
+    if !sources.is_empty() {
+        let outcomes = match &args.read.outcomes {
+            Some(p) => Some(std::sync::Arc::new(trajkit_formats::outcomes::OutcomeTable::load(p)?)),
+            None => None,
+        };
+        let opts =
+            Options { format: args.read.format.clone(), canonical: false, records: true, outcomes, analyze: None };
+        let reports = trajkit_formats::read_inputs(sources, &opts, &mut sink)?;
+        read_any |= reports.iter().any(|r| r.error.is_none() || r.records > 0);
+        file_errors += reports.iter().filter(|r| r.error.is_some()).count();
+    }
+    for file in &canonical {
+        match read_canonical(file, &mut sink) {
+            Ok(()) => read_any = true,
+            Err(e) => {
+                eprintln!("trajkit: {e:#}");
+                file_errors += 1;
+            }
+        }
+    }
+    let (rejected, error) = (sink.rejected, sink.error.take());
+    if let Some(e) = error {
+        return Err(e).with_context(|| format!("writing {}", args.output.display()));
+    }
+    if !read_any {
+        eprintln!("trajkit: nothing could be read; {} not written", args.output.display());
+        return Ok(2);
+    }
+    out.finish()?;
+    if let Some(p) = &args.report {
+        write_report(&report, p)?;
+    }
+    summarize(&report, &args.output, rejected);
+    Ok(u8::from(rejected > 0 || file_errors > 0))
+}
+
+/// True when the file's first JSON value is a trajkit canonical record (standard input is
+/// always read as a source format: it cannot be peeked and read again).
+fn is_canonical(file: &InputFile) -> bool {
+    if file.is_stdin() {
+        return false;
+    }
+    let Ok(reader) = trajkit_formats::input::open(file) else { return false };
+    let first = serde_json::Deserializer::from_reader(reader).into_iter::<serde_json::Value>().next();
+    matches!(first, Some(Ok(v)) if v.get("schema_version").and_then(|s| s.as_str()).is_some_and(|s| s.starts_with("trajkit.trajectory/")))
+}
+
+/// Redacts every line of a canonical JSON Lines file; a line that is not a record is
+/// reported with its line number and counted as rejected.
+fn read_canonical(file: &InputFile, sink: &mut Redacting) -> Result<()> {
+    let reader = trajkit_formats::input::open(file)?;
+    for (i, line) in reader.lines().enumerate() {
+        let line = line.with_context(|| format!("{}:{}", file.display, i + 1))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Trajectory>(&line) {
+            Ok(t) => sink.record(t),
+            Err(e) => {
+                sink.rejected += 1;
+                eprintln!("{}:{}: not a canonical record: {e}", file.display, i + 1);
+            }
+        }
+        if sink.error.is_some() {
+            break;
+        }
+    }
+    Ok(())
+}
+
+fn write_report(report: &RedactionReport, path: &Path) -> Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(report)?;
+    bytes.push(b'\n');
+    trajkit_verify::manifest::write_atomic(path, &bytes)?;
+    Ok(())
+}
+
+/// One line per kind, then the totals (standard error: standard output may carry the records).
+fn summarize(report: &RedactionReport, output: &Path, rejected: u64) {
+    for (kind, t) in &report.kinds {
+        eprintln!("{kind}: {} replaced ({} distinct)", t.replacements, t.distinct);
+    }
+    eprintln!(
+        "wrote {} records to {} ({} redacted, {} replacements, {rejected} records rejected)",
+        report.records,
+        output.display(),
+        report.records_redacted,
+        report.replacements
+    );
+}
