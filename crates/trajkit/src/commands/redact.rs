@@ -2,7 +2,7 @@
 //! (docs/redaction.md). Reads any supported source format, and canonical records
 //! (`trajkit convert` output) as they are.
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -165,15 +165,22 @@ pub fn run(args: &RedactArgs) -> Result<u8> {
     Ok(u8::from(rejected > 0 || file_errors > 0))
 }
 
-/// True when the file's first JSON value is a trajkit canonical record (standard input is
-/// always read as a source format: it cannot be peeked and read again).
+/// True when the file starts like a canonical record: keys are sorted, so the first line
+/// begins `{"agent":{...},"content_digest":"<64 hex>"`, which no source format writes. Only
+/// the first 64 KiB are read (standard input is always a source: it cannot be read twice).
 fn is_canonical(file: &InputFile) -> bool {
     if file.is_stdin() {
         return false;
     }
     let Ok(reader) = trajkit_formats::input::open(file) else { return false };
-    let first = serde_json::Deserializer::from_reader(reader).into_iter::<serde_json::Value>().next();
-    matches!(first, Some(Ok(v)) if v.get("schema_version").and_then(|s| s.as_str()).is_some_and(|s| s.starts_with("trajkit.trajectory/")))
+    let mut head = Vec::with_capacity(1 << 16);
+    if reader.take(1 << 16).read_to_end(&mut head).is_err() || !head.starts_with(b"{\"agent\":{") {
+        return false;
+    }
+    let key = b"\"content_digest\":\"";
+    let Some(at) = head.windows(key.len()).position(|w| w == key) else { return false };
+    let digest = &head[at + key.len()..];
+    digest.len() > 64 && digest[..64].iter().all(|b| b.is_ascii_hexdigit()) && digest[64] == b'"'
 }
 
 /// Redacts every line of a canonical JSON Lines file; a line that is not a record is
@@ -186,7 +193,11 @@ fn read_canonical(file: &InputFile, sink: &mut Redacting) -> Result<()> {
             continue;
         }
         match serde_json::from_str::<Trajectory>(&line) {
-            Ok(t) => sink.record(t),
+            Ok(t) if t.schema_version.starts_with("trajkit.trajectory/") => sink.record(t),
+            Ok(t) => {
+                sink.rejected += 1;
+                eprintln!("{}:{}: schema_version {:?} is not a trajkit record", file.display, i + 1, t.schema_version);
+            }
             Err(e) => {
                 sink.rejected += 1;
                 eprintln!("{}:{}: not a canonical record: {e}", file.display, i + 1);
