@@ -125,7 +125,14 @@ pub fn export(lib: &Library, opts: &ExportOptions) -> Result<ExportSummary, Expo
             match records.next() {
                 None => break,
                 Some(Err(e)) => return Err(e.into()),
-                Some(Ok(pair)) => batch.push(pair),
+                Some(Ok((row, mut t))) => {
+                    // Redaction runs here, in library order, so placeholders are numbered
+                    // the same way at every run whatever the thread count.
+                    if let Some(r) = &opts.redactor {
+                        r.redact(&mut t).map_err(|message| ExportError::Record { id: row.id.clone(), message })?;
+                    }
+                    batch.push((row, t));
+                }
             }
         }
         if batch.is_empty() {
@@ -180,11 +187,8 @@ pub fn export(lib: &Library, opts: &ExportOptions) -> Result<ExportSummary, Expo
     Ok(ExportSummary { entry, card, files })
 }
 
-/// Redacts (when asked), takes the view and encodes the rows of one record.
-fn produce(row: Row, mut t: Trajectory, opts: &ExportOptions, plan: &Plan) -> Result<Produced, ExportError> {
-    if let Some(r) = &opts.redactor {
-        r.redact(&mut t).map_err(|message| ExportError::Record { id: row.id.clone(), message })?;
-    }
+/// Takes the view and encodes the rows of one (already redacted) record.
+fn produce(row: Row, t: Trajectory, opts: &ExportOptions, plan: &Plan) -> Result<Produced, ExportError> {
     let rows = rows_of(&row, &t, opts.view, opts.filter.purpose);
     let n = rows.len() as u64;
     let units = if n == 0 { Vec::new() } else { encode(&row, &t, rows, opts, plan)? };

@@ -110,6 +110,8 @@ enum Command {
         /// Example trajectories per source (half successes, half failures when there are).
         #[arg(long, default_value_t = 4)]
         examples_per_source: usize,
+        #[command(flatten)]
+        redaction: commands::redaction::RedactArgs,
     },
     /// Export a library as training or evaluation data (OpenAI/TRL JSONL, ShareGPT, Parquet, ATIF).
     Export(commands::export::ExportArgs),
@@ -166,8 +168,8 @@ fn main() -> ExitCode {
         Command::Stats { library, by, json } => commands::stats::run(&library, by.as_deref(), json),
         Command::Query { library, sql, json } => commands::query::run(&library, &sql, json),
         Command::Manifest(args) => commands::manifest::run(&args),
-        Command::Gallery { library, output, examples_per_source } => {
-            commands::gallery::run(&library, &output, examples_per_source)
+        Command::Gallery { library, output, examples_per_source, redaction } => {
+            commands::gallery::run(&library, &output, examples_per_source, &redaction)
         }
         Command::Export(args) => commands::export::run(&args),
         Command::EvaluateActions(args) => commands::evaluate_actions::run(&args),

@@ -65,6 +65,12 @@ impl AtomicOutput {
         if let (Some(file), Some((temp, target))) = (file, self.target) {
             // No fsync: the rename already guarantees that a killed run leaves no
             // half-written file under the final name; durability is the OS's job.
+            // The temporary file is private (0600); the output is an ordinary file.
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                file.set_permissions(std::fs::Permissions::from_mode(0o644))?;
+            }
             drop(file);
             temp.persist(&target).with_context(|| format!("cannot write {}", target.display()))?;
         }

@@ -159,7 +159,7 @@ fn usage_errors_exit_2_with_a_reason() {
     let cases: [(&[&str], &str); 5] = [
         (&["--view", "full", "--split", "train", "--selection", "best"], "--selection \"best\""),
         (&["--view", "wide", "--split", "train"], "--view \"wide\""),
-        (&["--view", "full", "--split", "train", "--redact"], "redaction engine (trajkit-verify) is not available yet"),
+        (&["--view", "full", "--split", "train", "--secrets", "nosuch-secrets.txt"], "nosuch-secrets.txt"),
         (&["--view", "assistant-turn", "--split", "train", "--format", "atif"], "use --view full"),
         (&["--view", "full", "--split", "holdout"], "--split \"holdout\""),
     ];

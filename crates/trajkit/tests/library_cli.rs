@@ -380,3 +380,39 @@ fn atif_exported_from_every_family_is_detected_as_atif() {
     });
     assert_eq!(formats, BTreeMap::from([("atif".to_string(), 24)]));
 }
+
+#[test]
+fn redact_hides_a_planted_secret_in_exports_and_the_gallery() {
+    // A real SWE-agent run with a key planted into its first observation (synthetic secret).
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let secret = "sk-proj-Q7vT2mKx9LpR4sWz8NbY3cHd6FgJ1aEu";
+    let source = std::fs::read_to_string(repo("examples/corpus/swe_agent/function_calling_simple.traj")).unwrap();
+    let mut doc: Value = serde_json::from_str(&source).unwrap();
+    let obs = doc["history"][1]["content"].as_str().unwrap().to_string();
+    doc["history"][1]["content"] = Value::String(format!("export OPENAI_API_KEY={secret}\n{obs}"));
+    std::fs::write(data.join("run.traj"), serde_json::to_vec(&doc).unwrap()).unwrap();
+    let lib = dir.path().join("lib");
+    let out = trajkit(&["build", "-q", "--redact", s(&data), "-o", s(&lib)]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let page = std::fs::read_to_string(lib.join("examples.html")).unwrap();
+    assert!(!page.contains(secret) && page.contains("[REDACTED:openai_key:1]"), "gallery not redacted");
+    // The library keeps the data as read; exports redact on request.
+    let plain = dir.path().join("plain.jsonl");
+    let red = dir.path().join("red.jsonl");
+    let split = rows(&lib)[0]["split"].as_str().unwrap().to_string();
+    for (file, extra) in [(&plain, None), (&red, Some("--redact"))] {
+        let mut args = vec!["export", s(&lib), "--view", "full", "--split", &split, "--evaluation", "-o", s(file)];
+        args.extend(extra);
+        let out = trajkit(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    }
+    let plain = std::fs::read_to_string(&plain).unwrap();
+    let red_text = std::fs::read_to_string(&red).unwrap();
+    assert!(plain.contains(secret));
+    assert!(!red_text.contains(secret) && red_text.contains("[REDACTED:openai_key:1]"));
+    assert_eq!(plain.lines().count(), red_text.lines().count());
+    let card = std::fs::read_to_string(dir.path().join("README.md")).unwrap();
+    assert!(card.contains("trajkit redaction: built-in rules"), "{card}");
+}

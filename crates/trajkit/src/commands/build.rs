@@ -50,6 +50,9 @@ pub struct BuildArgs {
     /// Uncompressed MiB of canonical JSON per shard.
     #[arg(long, default_value_t = 256)]
     pub shard_mib: u64,
+    /// Redaction of the gallery (the library itself keeps the data as read).
+    #[command(flatten)]
+    pub redaction: super::redaction::RedactArgs,
 }
 
 /// Bars on stderr: bytes of input read, files, trajectories; then the later stages.
@@ -124,10 +127,23 @@ pub fn run(args: &BuildArgs) -> Result<u8> {
     let bars = Bars { bar: bar(args.quiet), quiet: args.quiet, timing };
     // The gallery is part of the library: written into it before its manifest.
     let title = args.output.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "library".into());
+    let engine = args.redaction.engine()?;
+    let redact_fn = engine.clone().map(|e| {
+        move |t: &mut trajkit_model::Trajectory| {
+            // A record that cannot be redacted is not shown as it is: its steps are dropped.
+            if e.apply(t).is_err() {
+                t.steps.clear();
+            }
+        }
+    });
     let gallery = |lib: &trajkit_library::Library| -> Result<(), String> {
         bars.stage("gallery");
         let out = lib.root().join("examples.html");
-        let opts = trajkit_export::gallery::GalleryOptions { title: Some(&title), ..Default::default() };
+        let opts = trajkit_export::gallery::GalleryOptions {
+            title: Some(&title),
+            redact: redact_fn.as_ref().map(|f| f as &dyn Fn(&mut trajkit_model::Trajectory)),
+            ..Default::default()
+        };
         trajkit_export::gallery::write_gallery(lib, &out, &opts)
             .map(|_| ())
             .map_err(|e| format!("writing the gallery: {e}"))

@@ -37,9 +37,8 @@ pub struct ExportArgs {
     /// Render each row with this chat template (`tokenizer_config.json`) into a `text` column.
     #[arg(long, value_name = "FILE")]
     pub chat_template: Option<PathBuf>,
-    /// Apply the redaction rules before writing (needs the redaction engine of trajkit-verify).
-    #[arg(long)]
-    pub redact: bool,
+    #[command(flatten)]
+    pub redaction: super::redaction::RedactArgs,
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -48,7 +47,7 @@ pub struct ExportArgs {
     pub output: PathBuf,
 }
 
-fn options(a: &ExportArgs) -> Result<ExportOptions, ExportError> {
+fn options(a: &ExportArgs, redactor: Option<Arc<dyn trajkit_export::Redactor>>) -> Result<ExportOptions, ExportError> {
     let filter = Filter {
         selection: a.selection.parse::<Selection>()?,
         split: a.split.parse::<Split>()?,
@@ -67,20 +66,15 @@ fn options(a: &ExportArgs) -> Result<ExportOptions, ExportError> {
         shard_size: a.shard_size,
         library_label: a.library.display().to_string(),
         chat_template,
-        redactor: None,
+        redactor,
     })
 }
 
 /// 0 rows written; 1 no row matched (an empty file and its card are written); 2 error.
 pub fn run(a: &ExportArgs) -> Result<u8> {
-    if a.redact {
-        // Integration point: trajkit_export::Redactor, implemented by the redaction engine.
-        eprintln!(
-            "trajkit: error: --redact: the redaction engine (trajkit-verify) is not available yet; nothing was written"
-        );
-        return Ok(2);
-    }
-    let opts = match options(a) {
+    let engine = a.redaction.engine()?;
+    let redactor = engine.clone().map(|e| e as Arc<dyn trajkit_export::Redactor>);
+    let opts = match options(a, redactor) {
         Ok(o) => o,
         Err(e) => return usage(e),
     };
@@ -110,6 +104,9 @@ pub fn run(a: &ExportArgs) -> Result<u8> {
         if skipped.is_empty() { "none".into() } else { skipped.join(", ") },
         e.without_decision
     );
+    if let Some(engine) = &engine {
+        eprintln!("redacted: {} secrets replaced by placeholders", engine.replaced());
+    }
     Ok(u8::from(e.rows == 0))
 }
 

@@ -6,9 +6,27 @@ use anyhow::{Context, Result};
 use trajkit_export::gallery::{write_gallery, GalleryOptions};
 use trajkit_library::Library;
 
-pub fn run(library: &Path, output: &Path, examples_per_source: usize) -> Result<u8> {
+pub fn run(
+    library: &Path,
+    output: &Path,
+    examples_per_source: usize,
+    redaction: &super::redaction::RedactArgs,
+) -> Result<u8> {
     let lib = Library::open(library)?;
-    let opts = GalleryOptions { examples_per_source, ..GalleryOptions::default() };
+    let engine = redaction.engine()?;
+    let redact_fn = engine.clone().map(|e| {
+        move |t: &mut trajkit_model::Trajectory| {
+            // A record that cannot be redacted is not shown as it is: its steps are dropped.
+            if e.apply(t).is_err() {
+                t.steps.clear();
+            }
+        }
+    });
+    let opts = GalleryOptions {
+        examples_per_source,
+        redact: redact_fn.as_ref().map(|f| f as &dyn Fn(&mut trajkit_model::Trajectory)),
+        ..GalleryOptions::default()
+    };
     let report = write_gallery(&lib, output, &opts).with_context(|| format!("writing {}", output.display()))?;
     eprintln!(
         "wrote {} ({} bytes): {} trajectories, {} sources, {} examples",
@@ -18,6 +36,9 @@ pub fn run(library: &Path, output: &Path, examples_per_source: usize) -> Result<
         report.sources,
         report.examples
     );
+    if let Some(engine) = &engine {
+        eprintln!("redacted: {} secrets replaced by placeholders", engine.replaced());
+    }
     if report.sources_without_examples > 0 {
         eprintln!("{} sources shown without examples to keep the page small", report.sources_without_examples);
     }

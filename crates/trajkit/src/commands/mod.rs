@@ -13,6 +13,7 @@ pub mod ledger;
 pub mod manifest;
 pub mod query;
 pub mod redact;
+pub mod redaction;
 pub mod replay;
 pub mod schedule;
 pub mod schema;
