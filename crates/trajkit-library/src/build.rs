@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde_json::json;
 use trajkit_formats::outcomes::OutcomeTable;
 use trajkit_formats::{FileReport, InputFile, Options, Rejection, Sink};
-use trajkit_model::{Authorship, Role, Status, Trajectory};
+use trajkit_model::{Authorship, Status, Trajectory};
 
 use crate::error::LibraryError;
 use crate::index::{CallRow, FileRow, IndexWriter, Msg, RejectionRow, StepRow};
@@ -541,10 +541,10 @@ fn make_row(
         family: source.source.family.clone(),
         license: source.source.license.clone(),
         role: role.as_str().to_string(),
-        status: status_name(status).to_string(),
+        status: status.as_str().to_string(),
         reward: t.outcome.reward,
         outcome_known: status != Status::Unknown,
-        verification: verification_name(t.outcome.verification).to_string(),
+        verification: t.outcome.verification.as_str().to_string(),
         structural_valid: s.structural_valid,
         structural_problems: s.structural_problems,
         action_observation_completeness: s.action_observation_completeness,
@@ -583,34 +583,6 @@ fn is_instance_id(s: &str) -> bool {
     word(owner) && word(repo) && !number.is_empty() && number.chars().all(|c| c.is_ascii_digit())
 }
 
-pub fn status_name(s: Status) -> &'static str {
-    match s {
-        Status::Success => "success",
-        Status::Failure => "failure",
-        Status::Unknown => "unknown",
-    }
-}
-
-pub fn verification_name(v: trajkit_model::Verification) -> &'static str {
-    use trajkit_model::Verification::*;
-    match v {
-        IndependentlyReproduced => "independently_reproduced",
-        SourceEvaluator => "source_evaluator",
-        SourceReported => "source_reported",
-        Unverified => "unverified",
-    }
-}
-
-fn role_name(r: Role) -> &'static str {
-    match r {
-        Role::System => "system",
-        Role::User => "user",
-        Role::Assistant => "assistant",
-        Role::Tool => "tool",
-        Role::Environment => "environment",
-    }
-}
-
 /// Step and tool-call rows of the run's own steps (index order = step order).
 fn step_rows(t: &Trajectory) -> (Vec<StepRow>, Vec<CallRow>) {
     let answered: HashSet<&str> =
@@ -619,7 +591,7 @@ fn step_rows(t: &Trajectory) -> (Vec<StepRow>, Vec<CallRow>) {
     let mut calls = Vec::new();
     for (i, s) in t.steps.iter().enumerate() {
         steps.push(StepRow {
-            role: role_name(s.role),
+            role: s.role.as_str(),
             authorship: if s.authorship == Authorship::Unknown { "unknown" } else { "declared" },
             copied_context: s.copied_context,
             subagent: s.subagent,

@@ -112,22 +112,12 @@ fn check_roles(steps: &[Step], problems: &mut Vec<String>) {
     let mut calls_seen = false;
     for (i, s) in steps.iter().enumerate() {
         if !s.tool_calls.is_empty() && s.role != Role::Assistant {
-            problems.push(format!("step {i}: tool calls on a {} step", role_name(s.role)));
+            problems.push(format!("step {i}: tool calls on a {} step", s.role.as_str()));
         }
         calls_seen |= !s.tool_calls.is_empty();
         if s.role == Role::Tool && !calls_seen && !s.copied_context {
             problems.push(format!("step {i}: tool step before any tool call"));
         }
-    }
-}
-
-fn role_name(role: Role) -> &'static str {
-    match role {
-        Role::System => "system",
-        Role::User => "user",
-        Role::Assistant => "assistant",
-        Role::Tool => "tool",
-        Role::Environment => "environment",
     }
 }
 

@@ -171,6 +171,22 @@ pub enum Role {
     Environment,
 }
 
+impl Role {
+    /// The snake_case name used in JSON, reports and the index.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+            Role::Environment => "environment",
+        }
+    }
+
+    /// Every role, for tests.
+    pub const ALL: [Role; 5] = [Role::System, Role::User, Role::Assistant, Role::Tool, Role::Environment];
+}
+
 /// Whether the step's author is what its role says.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -330,6 +346,20 @@ pub enum Status {
     Unknown,
 }
 
+impl Status {
+    /// The snake_case name used in JSON, reports and the index.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Success => "success",
+            Status::Failure => "failure",
+            Status::Unknown => "unknown",
+        }
+    }
+
+    /// Every status, for tests.
+    pub const ALL: [Status; 3] = [Status::Success, Status::Failure, Status::Unknown];
+}
+
 /// Who established the outcome.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -343,6 +373,26 @@ pub enum Verification {
     /// Nothing establishes an outcome.
     #[default]
     Unverified,
+}
+
+impl Verification {
+    /// The snake_case name used in JSON, reports and the index.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verification::IndependentlyReproduced => "independently_reproduced",
+            Verification::SourceEvaluator => "source_evaluator",
+            Verification::SourceReported => "source_reported",
+            Verification::Unverified => "unverified",
+        }
+    }
+
+    /// Every verification level, for tests.
+    pub const ALL: [Verification; 4] = [
+        Verification::IndependentlyReproduced,
+        Verification::SourceEvaluator,
+        Verification::SourceReported,
+        Verification::Unverified,
+    ];
 }
 
 /// How the run ended.

@@ -114,6 +114,19 @@ fn gap_names_match_serde_names() {
 }
 
 #[test]
+fn role_status_and_verification_names_match_serde_names() {
+    for r in Role::ALL {
+        assert_eq!(serde_json::to_value(r).unwrap(), json!(r.as_str()));
+    }
+    for s in Status::ALL {
+        assert_eq!(serde_json::to_value(s).unwrap(), json!(s.as_str()));
+    }
+    for v in Verification::ALL {
+        assert_eq!(serde_json::to_value(v).unwrap(), json!(v.as_str()));
+    }
+}
+
+#[test]
 fn one_pass_writer_matches_serde_and_the_digest() {
     let mut t = sample();
     t.session_id = Some("s".into());

@@ -146,22 +146,12 @@ fn final_output(t: &Trajectory) -> Option<Lack> {
     match last {
         None => Some(Lack::new(Part::FinalOutput, "no steps")),
         Some((i, s)) if s.role != Role::Assistant => {
-            Some(Lack::new(Part::FinalOutput, format!("the run ends with a {} step (step {i})", role_name(s.role))))
+            Some(Lack::new(Part::FinalOutput, format!("the run ends with a {} step (step {i})", s.role.as_str())))
         }
         Some((i, s)) if !has_text(&s.content) => {
             Some(Lack::new(Part::FinalOutput, format!("the last assistant step (step {i}) has no text")))
         }
         Some(_) => None,
-    }
-}
-
-fn role_name(r: Role) -> &'static str {
-    match r {
-        Role::System => "system",
-        Role::User => "user",
-        Role::Assistant => "assistant",
-        Role::Tool => "tool",
-        Role::Environment => "environment",
     }
 }
 

@@ -339,7 +339,7 @@ impl Ctx {
     fn step(&mut self, i: usize, step: &Step, plan: &Plan, t: &Trajectory) -> Html {
         let max = self.limits.max_text_chars;
         let mut out = Html::new();
-        out.raw("<li class=\"step role-").raw(role_name(step.role));
+        out.raw("<li class=\"step role-").raw(step.role.as_str());
         if step.subagent {
             out.raw(" sidechain");
         }
@@ -450,7 +450,7 @@ impl Ctx {
 }
 
 fn step_head(out: &mut Html, i: usize, step: &Step, t: &Trajectory) {
-    out.raw("<div class=\"step-head\"><span class=\"role\">").raw(role_name(step.role)).raw("</span>");
+    out.raw("<div class=\"step-head\"><span class=\"role\">").raw(step.role.as_str()).raw("</span>");
     out.raw("<span class=\"idx\">step ").num(i as u64 + 1).raw("</span>");
     if step.authorship == Authorship::Unknown {
         out.raw("<span class=\"badge warn\" title=\"the role is a transport role only\">authorship unknown</span>");
@@ -503,16 +503,6 @@ fn char_len(v: &Value) -> u64 {
     match v {
         Value::String(s) => s.chars().count() as u64,
         other => other.to_string().chars().count() as u64,
-    }
-}
-
-fn role_name(role: Role) -> &'static str {
-    match role {
-        Role::System => "system",
-        Role::User => "user",
-        Role::Assistant => "assistant",
-        Role::Tool => "tool",
-        Role::Environment => "environment",
     }
 }
 
