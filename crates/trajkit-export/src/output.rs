@@ -1,7 +1,6 @@
-//! Output files written atomically (temporary file + rename), compressed by extension.
+//! Output files written atomically (`trajkit_io`), compressed by extension.
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::error::ExportError;
@@ -25,43 +24,32 @@ impl Compression {
 }
 
 enum Sink {
-    Plain(BufWriter<File>),
-    Gzip(flate2::write::GzEncoder<BufWriter<File>>),
-    Zstd(zstd::stream::write::Encoder<'static, BufWriter<File>>),
+    Plain(trajkit_io::AtomicFile),
+    Gzip(flate2::write::GzEncoder<trajkit_io::AtomicFile>),
+    Zstd(zstd::stream::write::Encoder<'static, trajkit_io::AtomicFile>),
 }
 
-/// A file that appears under its final name only once `finish` has succeeded.
+/// A file that appears under its final name only once `finish` has succeeded
+/// (`trajkit_io::AtomicFile` under a compressor chosen by the extension).
 pub struct AtomicFile {
     sink: Sink,
-    temp: tempfile::TempPath,
     target: PathBuf,
 }
 
-/// The directory a path lives in (`.` for a bare name).
-pub fn parent_dir(path: &Path) -> &Path {
-    path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
-}
+pub use trajkit_io::parent_dir;
 
 impl AtomicFile {
     /// Opens a temporary file beside `target`; compression follows `target`'s extension.
     pub fn create(target: &Path) -> Result<AtomicFile, ExportError> {
-        let dir = parent_dir(target);
-        std::fs::create_dir_all(dir).map_err(ExportError::io(dir))?;
-        let named = tempfile::Builder::new()
-            .prefix(".trajkit-")
-            .suffix(".tmp")
-            .tempfile_in(dir)
-            .map_err(ExportError::io(dir))?;
-        let (file, temp) = named.into_parts();
-        let buffered = BufWriter::with_capacity(1 << 20, file);
+        let file = trajkit_io::AtomicFile::create(target).map_err(ExportError::io(target))?;
         let sink = match Compression::of(target) {
-            Compression::Gzip => Sink::Gzip(flate2::write::GzEncoder::new(buffered, flate2::Compression::new(6))),
+            Compression::Gzip => Sink::Gzip(flate2::write::GzEncoder::new(file, flate2::Compression::new(6))),
             Compression::Zstd => {
-                Sink::Zstd(zstd::stream::write::Encoder::new(buffered, 3).map_err(ExportError::io(target))?)
+                Sink::Zstd(zstd::stream::write::Encoder::new(file, 3).map_err(ExportError::io(target))?)
             }
-            Compression::None => Sink::Plain(buffered),
+            Compression::None => Sink::Plain(file),
         };
-        Ok(AtomicFile { sink, temp, target: target.to_path_buf() })
+        Ok(AtomicFile { sink, target: target.to_path_buf() })
     }
 
     pub fn target(&self) -> &Path {
@@ -77,18 +65,15 @@ impl AtomicFile {
         r.map_err(ExportError::io(&self.target))
     }
 
-    /// Ends the compressed stream, flushes and renames the file into place.
+    /// Ends the compressed stream and renames the file into place.
     pub fn finish(self) -> Result<PathBuf, ExportError> {
         let target = self.target;
-        let io = |e: std::io::Error| ExportError::Io { path: target.clone(), source: e };
         let file = match self.sink {
-            Sink::Plain(w) => w.into_inner().map_err(|e| io(e.into_error()))?,
-            Sink::Gzip(w) => w.finish().map_err(io)?.into_inner().map_err(|e| io(e.into_error()))?,
-            Sink::Zstd(w) => w.finish().map_err(io)?.into_inner().map_err(|e| io(e.into_error()))?,
+            Sink::Plain(w) => Ok(w),
+            Sink::Gzip(w) => w.finish(),
+            Sink::Zstd(w) => w.finish(),
         };
-        drop(file);
-        self.temp.persist(&target).map_err(|e| io(e.error))?;
-        Ok(target)
+        file.and_then(trajkit_io::AtomicFile::finish).map_err(ExportError::io(&target))
     }
 }
 
@@ -109,9 +94,7 @@ impl Write for AtomicFile {
     }
 }
 
-/// Writes `bytes` to `target` atomically (uncompressed unless the name says otherwise).
+/// Writes `bytes` to `target` atomically (uncompressed whatever the name says).
 pub fn write_atomic(target: &Path, bytes: &[u8]) -> Result<(), ExportError> {
-    let mut f = AtomicFile::create(target)?;
-    f.write_all(bytes)?;
-    f.finish().map(|_| ())
+    trajkit_io::write_atomic(target, bytes).map_err(ExportError::io(target))
 }

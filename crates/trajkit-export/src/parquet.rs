@@ -4,7 +4,6 @@
 //! declared `Json` in the Hugging Face features metadata so `datasets` decodes it to a dict.
 //! The dataset card's entry is stored as key-value metadata `trajkit.card`.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -20,7 +19,6 @@ use parquet::file::properties::WriterProperties;
 use serde_json::{Map, Value};
 
 use crate::error::ExportError;
-use crate::output::parent_dir;
 use crate::rows::View;
 
 fn nullable(name: &str, dt: DataType) -> Field {
@@ -219,22 +217,14 @@ pub fn batch(schema: &SchemaRef, rows: &[Value]) -> Result<RecordBatch, String> 
 
 /// One Parquet file being written (to a temporary name until `finish`).
 pub struct ParquetFile {
-    writer: ArrowWriter<File>,
+    writer: ArrowWriter<trajkit_io::AtomicFile>,
     schema: SchemaRef,
-    temp: tempfile::TempPath,
     target: PathBuf,
 }
 
 impl ParquetFile {
     pub fn create(target: &Path, schema: SchemaRef) -> Result<ParquetFile, ExportError> {
-        let dir = parent_dir(target);
-        std::fs::create_dir_all(dir).map_err(ExportError::io(dir))?;
-        let named = tempfile::Builder::new()
-            .prefix(".trajkit-")
-            .suffix(".tmp")
-            .tempfile_in(dir)
-            .map_err(ExportError::io(dir))?;
-        let (file, temp) = named.into_parts();
+        let file = trajkit_io::AtomicFile::create(target).map_err(ExportError::io(target))?;
         let level = ZstdLevel::try_new(3).map_err(|e| perr(target, e))?;
         let props = WriterProperties::builder().set_compression(Compression::ZSTD(level)).build();
         let mut writer = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|e| perr(target, e))?;
@@ -242,7 +232,7 @@ impl ParquetFile {
         if let Some(hf) = schema.metadata().get("huggingface") {
             writer.append_key_value_metadata(KeyValue::new("huggingface".to_string(), hf.clone()));
         }
-        Ok(ParquetFile { writer, schema, temp, target: target.to_path_buf() })
+        Ok(ParquetFile { writer, schema, target: target.to_path_buf() })
     }
 
     /// Writes rows as one row group (so memory stays bounded by the batch).
@@ -261,10 +251,9 @@ impl ParquetFile {
         if let Some(json) = card_json {
             self.writer.append_key_value_metadata(KeyValue::new("trajkit.card".to_string(), json));
         }
-        self.writer.close().map_err(|e| perr(&self.target, e))?;
-        let target = self.target;
-        self.temp.persist(&target).map_err(|e| ExportError::Io { path: target.clone(), source: e.error })?;
-        Ok(target)
+        // `into_inner` writes the footer and hands back the file to rename into place.
+        let file = self.writer.into_inner().map_err(|e| perr(&self.target, e))?;
+        file.finish().map_err(ExportError::io(&self.target))
     }
 }
 

@@ -38,6 +38,8 @@ pub struct BuildOptions {
     pub shard_bytes: u64,
     /// Worker threads (for zstd; the read pool is rayon's global pool).
     pub threads: usize,
+    /// Wait for another build of the same output to finish instead of refusing.
+    pub wait: bool,
 }
 
 impl Default for BuildOptions {
@@ -52,6 +54,7 @@ impl Default for BuildOptions {
             strict: false,
             shard_bytes: 256 << 20,
             threads: 1,
+            wait: false,
         }
     }
 }
@@ -111,6 +114,7 @@ pub fn build_with(
     finisher: Option<Finisher>,
 ) -> Result<BuildSummary, LibraryError> {
     opts.split.validate().map_err(|m| LibraryError::Invalid { path: opts.output.clone(), message: m })?;
+    let lock = layout::BuildLock::acquire(&opts.output, opts.wait)?;
     layout::check_target(&opts.output)?;
     let registry = match &opts.registry {
         Some(p) => Registry::load(p)?,
@@ -129,7 +133,7 @@ pub fn build_with(
         )),
         None => None,
     };
-    let staging = layout::Staging::create(&opts.output)?;
+    let staging = layout::Staging::create(&opts.output, &lock)?;
     let summary = build_into(staging.path(), opts, &registry, plan, outcomes, warnings, progress)?;
     if summary.strict_failure.is_some() {
         return Ok(summary); // the staging directory is removed on drop; the old library stays
@@ -170,7 +174,9 @@ fn plan_files(registry: &Registry, inputs: &[PathBuf]) -> Result<(Vec<Planned>, 
         match registry.source_of(&canonical) {
             Some(source) => {
                 let bytes = std::fs::metadata(&file.fs_path).map(|m| m.len()).unwrap_or(0);
-                plan.push(Planned { file, source, bytes });
+                // Provenance, index and gallery name the file relative to its source's base.
+                let display = registry.sources[source].base.relative(&file.fs_path).display().to_string();
+                plan.push(Planned { file: InputFile { display, ..file }, source, bytes });
             }
             None => warnings.push(format!("{}: not covered by any source of the registry; not read", file.display)),
         }
@@ -473,8 +479,16 @@ fn model_imitation() -> serde_json::Value {
     })
 }
 
+/// Seconds since the epoch: `SOURCE_DATE_EPOCH` when set (reproducible builds), else now.
+fn built_at() -> u64 {
+    let env = std::env::var("SOURCE_DATE_EPOCH").ok().and_then(|s| s.trim().parse().ok());
+    env.unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+    })
+}
+
 fn build_info(opts: &BuildOptions, registry: &Registry, summary: &BuildSummary) -> serde_json::Value {
-    let built_at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let built_at = built_at();
     json!({
         "kind": crate::read::LIBRARY_KIND,
         "trajkit_version": env!("CARGO_PKG_VERSION"),
@@ -487,7 +501,8 @@ fn build_info(opts: &BuildOptions, registry: &Registry, summary: &BuildSummary) 
             "shard_bytes": opts.shard_bytes,
         },
         "split": opts.split,
-        "registry": registry.file.as_ref().map(|p| p.display().to_string()),
+        // The file name only: where it lies on the builder's machine is not the library's business.
+        "registry": registry.file.as_ref().and_then(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()),
         "sources": registry.sources.iter().map(|s| &s.source).collect::<Vec<_>>(),
         "inputs": opts.inputs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
         "figures": {

@@ -12,8 +12,18 @@ pub enum LibraryError {
     NotALibrary(PathBuf),
     #[error("{path}: {message}")]
     Invalid { path: PathBuf, message: String },
+    #[error("{output}: {holder} is building this library (lock {lock}); wait for it, or pass --wait", holder = holder(*pid))]
+    Locked { output: PathBuf, lock: PathBuf, pid: Option<u32> },
     #[error("{path}: SQLite: {source}")]
     Sqlite { path: PathBuf, source: rusqlite::Error },
+}
+
+/// "another trajkit build (process N)", or without the pid when the lock file has none yet.
+fn holder(pid: Option<u32>) -> String {
+    match pid {
+        Some(pid) => format!("another trajkit build (process {pid})"),
+        None => "another trajkit build".into(),
+    }
 }
 
 impl LibraryError {

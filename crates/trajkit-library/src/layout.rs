@@ -1,7 +1,8 @@
 //! The library directory on disk: refusing to replace what is not a library, building
 //! in a sibling staging directory, and swapping it into place only when complete.
 
-use std::io::Write;
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use crate::error::LibraryError;
@@ -40,6 +41,59 @@ pub fn check_target(output: &Path) -> Result<(), LibraryError> {
     }
 }
 
+/// An exclusive OS lock (`flock`) on `.NAME.trajkit.lock` beside the output, held for a
+/// whole build so two builds never share staging directories; released when dropped (or
+/// when the process dies). The file keeps the holder's pid for the other build's message.
+pub struct BuildLock {
+    _file: File,
+}
+
+/// The lock file of an output (not matched by the staging prefix `.NAME.trajkit-`).
+fn lock_path(output: &Path) -> PathBuf {
+    let name = output.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "library".into());
+    trajkit_io::parent_dir(output).join(format!(".{name}.trajkit.lock"))
+}
+
+impl BuildLock {
+    /// Takes the lock; when another build holds it, waits (`wait`) or fails naming its pid.
+    pub fn acquire(output: &Path, wait: bool) -> Result<BuildLock, LibraryError> {
+        let path = lock_path(output);
+        let dir = trajkit_io::parent_dir(output);
+        std::fs::create_dir_all(dir).map_err(LibraryError::io(dir))?;
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(LibraryError::io(&path))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) if wait => file.lock().map_err(LibraryError::io(&path))?,
+            Err(TryLockError::WouldBlock) => {
+                return Err(LibraryError::Locked {
+                    output: output.to_path_buf(),
+                    pid: holder_pid(&mut file),
+                    lock: path,
+                })
+            }
+            Err(TryLockError::Error(e)) => return Err(LibraryError::Io { path, source: e }),
+        }
+        file.set_len(0)
+            .and_then(|()| file.rewind())
+            .and_then(|()| writeln!(file, "{}", std::process::id()))
+            .map_err(LibraryError::io(&path))?;
+        Ok(BuildLock { _file: file })
+    }
+}
+
+/// The pid the lock's holder wrote (none while it has not written it yet).
+fn holder_pid(file: &mut File) -> Option<u32> {
+    let mut text = String::new();
+    file.read_to_string(&mut text).ok()?;
+    text.trim().parse().ok()
+}
+
 /// A staging directory; removed on drop unless committed.
 pub struct Staging {
     dir: PathBuf,
@@ -49,8 +103,9 @@ pub struct Staging {
 
 impl Staging {
     /// Creates `.NAME.trajkit-build-*` next to the output, removing leftovers of builds
-    /// that were killed (their staging directories are never a library in place).
-    pub fn create(output: &Path) -> Result<Staging, LibraryError> {
+    /// that were killed. The caller holds the output's `BuildLock`, so no live build owns
+    /// any of them.
+    pub fn create(output: &Path, _lock: &BuildLock) -> Result<Staging, LibraryError> {
         remove_leftovers(output);
         let dir = sibling(output, "build");
         std::fs::create_dir_all(dir.join("evaluation")).map_err(LibraryError::io(&dir))?;
@@ -111,18 +166,7 @@ pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), Lib
     write_atomic(path, &bytes)
 }
 
-/// Writes bytes atomically (temporary file in the same directory, then rename).
+/// Writes bytes atomically (`trajkit_io`: temporary file, fsync, rename; mode 0666 less the umask).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), LibraryError> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(LibraryError::io(dir))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(LibraryError::io(dir))?;
-    tmp.write_all(bytes).map_err(LibraryError::io(path))?;
-    // Temporary files are private (0600); library files are for everyone who can read the directory.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644)).map_err(LibraryError::io(path))?;
-    }
-    tmp.persist(path).map_err(|e| LibraryError::Io { path: path.to_path_buf(), source: e.error })?;
-    Ok(())
+    trajkit_io::write_atomic(path, bytes).map_err(LibraryError::io(path))
 }

@@ -122,6 +122,40 @@ pub struct ResolvedSource {
     globs: Vec<GlobMatcher>,
     /// Where to look for files: the plain paths and the fixed prefix of each glob.
     pub roots: Vec<PathBuf>,
+    /// What the library's paths are relative to: the registry's directory, or the input
+    /// argument (its directory for a file), so they do not depend on the working directory.
+    pub base: SourceBase,
+}
+
+/// A source's base directory, as the user named it and canonical.
+#[derive(Debug, Clone)]
+pub struct SourceBase {
+    pub given: PathBuf,
+    pub canonical: PathBuf,
+}
+
+impl SourceBase {
+    fn new(given: &Path) -> SourceBase {
+        SourceBase {
+            given: given.to_path_buf(),
+            canonical: given.canonicalize().unwrap_or_else(|_| given.to_path_buf()),
+        }
+    }
+
+    /// `file` relative to the base: lexically when it was found below it, else from the
+    /// canonical paths (with `..` for a file outside the base).
+    pub fn relative(&self, file: &Path) -> PathBuf {
+        if let Ok(rel) = file.strip_prefix(&self.given) {
+            if !rel.as_os_str().is_empty() {
+                return rel.to_path_buf();
+            }
+        }
+        let abs = file.canonicalize().unwrap_or_else(|_| file.to_path_buf());
+        let common = self.canonical.components().zip(abs.components()).take_while(|(a, b)| a == b).count();
+        let mut rel: PathBuf = self.canonical.components().skip(common).map(|_| "..").collect();
+        rel.extend(abs.components().skip(common));
+        rel
+    }
 }
 
 impl ResolvedSource {
@@ -203,12 +237,14 @@ impl Registry {
                 role: Role::Training,
                 success: None,
             };
+            let base = if abs.is_dir() { input.as_path() } else { trajkit_io::parent_dir(input) };
             sources.push(ResolvedSource {
                 source,
                 rule: None,
                 prefixes: vec![abs.clone()],
                 globs: vec![],
                 roots: vec![input.clone()],
+                base: SourceBase::new(base),
             });
         }
         Registry { sources, file: None }
@@ -240,7 +276,7 @@ fn resolve(source: Source, rule: Option<SuccessRule>, base: &Path, given: &Path)
             prefixes.push(abs);
         }
     }
-    Ok(ResolvedSource { source, rule, prefixes, globs, roots })
+    Ok(ResolvedSource { source, rule, prefixes, globs, roots, base: SourceBase::new(given) })
 }
 
 /// The directories of a glob before its first wildcard component.

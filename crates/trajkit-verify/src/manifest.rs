@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
 use rayon::prelude::*;
@@ -287,22 +287,10 @@ pub fn write(manifest: &Manifest, path: &Path) -> Result<(), ManifestError> {
     write_atomic(path, &bytes)
 }
 
-/// Writes `bytes` to a temporary file in `path`'s directory, then renames it to `path`.
-/// The file gets the permissions of a newly created file (0666 less the umask), not the
-/// owner-only mode of temporary files: published files must be readable.
+/// Writes `bytes` atomically (`trajkit_io`: temporary file, fsync, rename), with the
+/// permissions of a new file (0666 less the umask): published files must be readable.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ManifestError> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(".trajkit-").suffix(".tmp");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        builder.permissions(std::fs::Permissions::from_mode(0o666));
-    }
-    let mut tmp = builder.tempfile_in(dir).map_err(io_err(dir))?;
-    tmp.write_all(bytes).map_err(io_err(path))?;
-    tmp.persist(path).map_err(|e| ManifestError::Io { path: path.to_path_buf(), source: e.error })?;
-    Ok(())
+    trajkit_io::write_atomic(path, bytes).map_err(io_err(path))
 }
 
 /// A file whose size or content differs from the manifest.

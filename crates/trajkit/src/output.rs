@@ -1,10 +1,10 @@
-//! Atomic, compressed output files.
+//! Atomic, compressed output files (`trajkit_io::AtomicFile` under a compressor).
 
-use std::fs::File;
 use std::io::{self, BufWriter, Stdout, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result};
+use trajkit_io::AtomicFile;
 
 /// zstd level 1: 1.5x faster than level 3 on trajectory JSON for a slightly larger file.
 const ZSTD_LEVEL: i32 = 1;
@@ -13,67 +13,46 @@ const ZSTD_LEVEL: i32 = 1;
 /// interrupted run never leaves a half-written file under the final name.
 pub struct AtomicOutput {
     writer: Writer,
-    target: Option<(tempfile::TempPath, PathBuf)>,
 }
 
 enum Writer {
     Stdout(BufWriter<Stdout>),
-    Plain(BufWriter<File>),
-    Gzip(flate2::write::GzEncoder<BufWriter<File>>),
-    Zstd(zstd::stream::write::Encoder<'static, BufWriter<File>>),
+    Plain(AtomicFile),
+    Gzip(flate2::write::GzEncoder<AtomicFile>),
+    Zstd(zstd::stream::write::Encoder<'static, AtomicFile>),
 }
 
 impl AtomicOutput {
     /// Opens `path` (`-` is stdout); compression by extension (.gz level 1, .zst level 1).
     pub fn create(path: &Path, threads: usize) -> Result<Self> {
         if path.as_os_str() == "-" {
-            return Ok(AtomicOutput { writer: Writer::Stdout(BufWriter::new(io::stdout())), target: None });
+            return Ok(AtomicOutput { writer: Writer::Stdout(BufWriter::new(io::stdout())) });
         }
-        let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        let named = tempfile::Builder::new()
-            .prefix(".trajkit-")
-            .suffix(".tmp")
-            .tempfile_in(dir)
-            .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
-        let (file, temp) = named.into_parts();
-        let buffered = BufWriter::with_capacity(1 << 20, file);
+        let file = AtomicFile::create(path).with_context(|| format!("cannot create {}", path.display()))?;
         let writer = match path.extension().and_then(|e| e.to_str()) {
-            Some("gz") => Writer::Gzip(flate2::write::GzEncoder::new(buffered, flate2::Compression::new(1))),
+            Some("gz") => Writer::Gzip(flate2::write::GzEncoder::new(file, flate2::Compression::new(1))),
             Some("zst") | Some("zstd") => {
-                let mut z = zstd::stream::write::Encoder::new(buffered, ZSTD_LEVEL)?;
+                let mut z = zstd::stream::write::Encoder::new(file, ZSTD_LEVEL)?;
                 if threads > 1 {
                     z.multithread(threads as u32)?;
                 }
                 Writer::Zstd(z)
             }
-            _ => Writer::Plain(buffered),
+            _ => Writer::Plain(file),
         };
-        Ok(AtomicOutput { writer, target: Some((temp, path.to_path_buf())) })
+        Ok(AtomicOutput { writer })
     }
 
-    /// Finishes the compressed stream, flushes, and renames the file into place.
+    /// Finishes the compressed stream, then syncs and renames the file into place.
     pub fn finish(self) -> Result<()> {
         let file = match self.writer {
-            Writer::Stdout(mut w) => {
-                w.flush()?;
-                None
-            }
-            Writer::Plain(w) => Some(w.into_inner().map_err(|e| e.into_error())?),
-            Writer::Gzip(w) => Some(w.finish()?.into_inner().map_err(|e| e.into_error())?),
-            Writer::Zstd(w) => Some(w.finish()?.into_inner().map_err(|e| e.into_error())?),
+            Writer::Stdout(mut w) => return Ok(w.flush()?),
+            Writer::Plain(w) => w,
+            Writer::Gzip(w) => w.finish()?,
+            Writer::Zstd(w) => w.finish()?,
         };
-        if let (Some(file), Some((temp, target))) = (file, self.target) {
-            // No fsync: the rename already guarantees that a killed run leaves no
-            // half-written file under the final name; durability is the OS's job.
-            // The temporary file is private (0600); the output is an ordinary file.
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::PermissionsExt;
-                file.set_permissions(std::fs::Permissions::from_mode(0o644))?;
-            }
-            drop(file);
-            temp.persist(&target).with_context(|| format!("cannot write {}", target.display()))?;
-        }
+        let target = file.target().to_path_buf();
+        file.finish().with_context(|| format!("cannot write {}", target.display()))?;
         Ok(())
     }
 }

@@ -13,9 +13,7 @@ mod render;
 mod stats;
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use trajkit_library::{Library, LibraryError};
 use trajkit_model::Trajectory;
@@ -261,29 +259,7 @@ fn sections(page: &mut Html, summary: &Summary, plan: &ExamplePlan, examples: &[
     without
 }
 
-/// Writes `bytes` to a temporary file beside `out`, then renames it into place.
+/// Writes the page atomically (`trajkit_io`).
 fn write_atomically(out: &Path, bytes: &[u8]) -> Result<(), GalleryError> {
-    static SEQ: AtomicU64 = AtomicU64::new(0);
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| GalleryError::Io { path, source }
-    };
-    let dir = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = out.file_name().ok_or_else(|| {
-        io(out)(std::io::Error::new(std::io::ErrorKind::InvalidInput, "the output path names no file"))
-    })?;
-    let tmp = dir.join(format!(
-        ".{}.{}-{}.tmp",
-        name.to_string_lossy(),
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::Relaxed)
-    ));
-    let result = std::fs::File::create(&tmp)
-        .and_then(|mut f| f.write_all(bytes))
-        .map_err(io(&tmp))
-        .and_then(|()| std::fs::rename(&tmp, out).map_err(io(out)));
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    trajkit_io::write_atomic(out, bytes).map_err(|source| GalleryError::Io { path: out.to_path_buf(), source })
 }

@@ -32,6 +32,12 @@ pub struct BuildArgs {
     /// Fail (and keep the previous library) at the first rejected record.
     #[arg(long)]
     pub strict: bool,
+    /// Exit 1 when any record was rejected or any file unreadable (the library is still built).
+    #[arg(long)]
+    pub fail_on_rejections: bool,
+    /// Wait for another build of the same output to finish instead of refusing.
+    #[arg(long)]
+    pub wait: bool,
     /// No progress bars or warnings on stderr.
     #[arg(long, short)]
     pub quiet: bool,
@@ -122,6 +128,7 @@ pub fn run(args: &BuildArgs) -> Result<u8> {
         strict: args.strict,
         shard_bytes: args.shard_mib.max(1) << 20,
         threads: rayon::current_num_threads(),
+        wait: args.wait,
     };
     let timing = std::env::var_os("TRAJKIT_TIMING").map(|_| std::time::Instant::now());
     let bars = Bars { bar: bar(args.quiet), quiet: args.quiet, timing };
@@ -166,9 +173,18 @@ pub fn run(args: &BuildArgs) -> Result<u8> {
             summary.rejected,
             summary.shards
         );
+        if summary.rejected > 0 || summary.unreadable > 0 {
+            eprintln!("rejections by reason and file: {}", args.output.join("coverage.json").display());
+        }
     }
+    Ok(exit_code(&summary, args.fail_on_rejections))
+}
+
+/// 2 nothing could be read; otherwise 0 (the library is built), or 1 with
+/// `--fail-on-rejections` when a record was rejected or a file unreadable.
+fn exit_code(summary: &trajkit_library::BuildSummary, fail_on_rejections: bool) -> u8 {
     if summary.trajectories == 0 && summary.records == 0 {
-        return Ok(2);
+        return 2;
     }
-    Ok(u8::from(summary.rejected > 0 || summary.unreadable > 0))
+    u8::from(fail_on_rejections && (summary.rejected > 0 || summary.unreadable > 0))
 }
