@@ -1,9 +1,10 @@
 //! `trajkit`: the command-line program. Thin: parse flags, call the crates, print,
-//! and exit with a status scripts can trust (0 ok, 1 some records rejected, 2 nothing
-//! could be read or a usage error).
+//! and exit with a status scripts can trust (per command in the README's table; 2 is
+//! always a usage error or nothing read). A closed stdout ends any command quietly with 0.
 
 mod commands;
 mod output;
+mod pipe;
 mod progress;
 mod table;
 
@@ -152,6 +153,7 @@ fn tune_allocator() {
 
 fn main() -> ExitCode {
     tune_allocator();
+    pipe::install_panic_hook();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -184,6 +186,7 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => ExitCode::from(code),
+        Err(e) if pipe::is_closed_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("trajkit: error: {e:#}");
             ExitCode::from(2)

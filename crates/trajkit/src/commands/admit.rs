@@ -1,6 +1,8 @@
 //! `trajkit admit`: the four admission questions answered from recorded evidence
 //! (docs/admission.md).
 
+use crate::pipe::{out, outln};
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Result;
@@ -30,9 +32,9 @@ pub fn run(args: &AdmitArgs) -> Result<u8> {
         write_report(path, &record)?;
     }
     if args.json {
-        println!("{}", serde_json::to_string(&record)?);
+        outln!("{}", serde_json::to_string(&record)?);
     } else {
-        print!("{}", render_human(&record));
+        out!("{}", render_human(&record));
     }
     Ok(u8::from(!record.admitted))
 }

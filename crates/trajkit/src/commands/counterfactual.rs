@@ -1,6 +1,8 @@
 //! `trajkit counterfactual`: deletion counterfactuals, predecessor claims and alternate
 //! routes against a live environment.
 
+use crate::pipe::{out, outln};
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Result;
@@ -45,9 +47,9 @@ pub fn run(args: &CounterfactualArgs) -> Result<u8> {
         write_report(path, &report)?;
     }
     if args.env.json {
-        println!("{}", serde_json::to_string(&report)?);
+        outln!("{}", serde_json::to_string(&report)?);
     } else {
-        print!("{}", render_human(&report));
+        out!("{}", render_human(&report));
     }
     Ok(u8::from(report.verdict != "pass"))
 }

@@ -1,5 +1,7 @@
 //! `trajkit diagnose`: finiteness and summary statistics of numeric arrays (docs/diagnose.md).
 
+use crate::pipe::outln;
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Result;
@@ -25,7 +27,7 @@ pub fn run(args: &DiagnoseArgs) -> Result<u8> {
                 arrays += report.arrays.len();
                 flagged += report.arrays.iter().filter(|a| a.non_finite() > 0).count();
                 if args.json {
-                    println!("{}", serde_json::to_string(&report)?);
+                    outln!("{}", serde_json::to_string(&report)?);
                 } else {
                     print_file(&report);
                 }
@@ -33,7 +35,7 @@ pub fn run(args: &DiagnoseArgs) -> Result<u8> {
             Err(e) => {
                 errors += 1;
                 if args.json {
-                    println!("{}", serde_json::json!({"file": path.display().to_string(), "error": e.to_string()}));
+                    outln!("{}", serde_json::json!({"file": path.display().to_string(), "error": e.to_string()}));
                 }
                 eprintln!("trajkit: {e}");
             }
@@ -65,11 +67,11 @@ fn print_file(report: &FileReport) {
         } else {
             format!("{}: {}", report.file, a.array)
         };
-        println!("{label}: {}", figures(a));
+        outln!("{label}: {}", figures(a));
         if let Some(f) = &a.first_non_finite {
             let leading = f.leading_index.map(|i| format!("leading index {i}, ")).unwrap_or_default();
             let detail = f.detail.as_ref().map(|d| format!(" ({d})")).unwrap_or_default();
-            println!(
+            outln!(
                 "{label}: first non-finite: {}{detail} at {leading}flat index {}, index {}",
                 f.kind.as_str(),
                 f.flat_index,
@@ -78,7 +80,7 @@ fn print_file(report: &FileReport) {
         }
     }
     for s in &report.skipped {
-        println!("{}: {s}: skipped (not a .npy member)", report.file);
+        outln!("{}: {s}: skipped (not a .npy member)", report.file);
     }
 }
 

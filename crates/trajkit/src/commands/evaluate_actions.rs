@@ -1,5 +1,7 @@
 //! `trajkit evaluate-actions`: next-action scores of predictions against a held-out export.
 
+use crate::pipe::{out, outln};
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Result;
@@ -21,9 +23,9 @@ pub struct EvaluateArgs {
 pub fn run(a: &EvaluateArgs) -> Result<u8> {
     let report = trajkit_export::evaluate::evaluate(&a.heldout, &a.predictions)?;
     if a.json {
-        println!("{}", serde_json::to_string(&report)?);
+        outln!("{}", serde_json::to_string(&report)?);
     } else {
-        print!("{}", trajkit_export::evaluate::table(&report));
+        out!("{}", trajkit_export::evaluate::table(&report));
     }
     Ok(report.exit_code())
 }

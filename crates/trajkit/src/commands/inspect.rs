@@ -1,6 +1,8 @@
 //! `trajkit inspect`: per-file figures, as a table or JSON lines.
 
+use crate::pipe::outln;
 use anyhow::Result;
+use std::io::Write;
 use trajkit_formats::{FileReport, InputFile, Sink};
 
 use super::{init_threads, read};
@@ -16,7 +18,7 @@ pub fn run(args: &ReadArgs, json: bool) -> Result<u8> {
     let outcome = read(args, false, &mut Discard)?;
     if json {
         for r in &outcome.reports {
-            println!("{}", serde_json::to_string(r)?);
+            outln!("{}", serde_json::to_string(r)?);
         }
     } else {
         print_table(&outcome.reports);
@@ -61,14 +63,14 @@ fn print_table(reports: &[FileReport]) {
                 out.push_str(&format!("{c:<w$}  "));
             }
         }
-        println!("{}", out.trim_end());
+        outln!("{}", out.trim_end());
     };
     line(&header.map(String::from));
     for row in &rows {
         line(row);
     }
     let total = |f: fn(&FileReport) -> u64| reports.iter().map(f).sum::<u64>();
-    println!(
+    outln!(
         "{} files: {} trajectories, {} subagents, {} steps, {} tool calls, {} duplicates, {} rejected",
         reports.len(),
         total(|r| r.trajectories),

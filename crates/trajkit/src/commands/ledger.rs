@@ -1,5 +1,7 @@
 //! `trajkit ledger validate|render`: the attempt ledger (docs/ledger.md).
 
+use crate::pipe::{out, outln};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
@@ -60,9 +62,9 @@ fn validate(path: &Path, root: Option<&Path>, manifest: Option<&Path>, json: boo
     findings.sort_by_key(|f| f.line);
     for f in &findings {
         if json {
-            println!("{}", serde_json::to_string(f)?);
+            outln!("{}", serde_json::to_string(f)?);
         } else {
-            println!("{}", line(path, f));
+            outln!("{}", line(path, f));
         }
     }
     eprintln!("{}, {} findings", summary(&l), findings.len());
@@ -84,7 +86,7 @@ fn render(path: &Path, output: Option<&Path>) -> Result<u8> {
             trajkit_verify::manifest::write_atomic(p, table.as_bytes())?;
             eprintln!("wrote {}: {}", p.display(), summary(&l));
         }
-        None => print!("{table}"),
+        None => out!("{table}"),
     }
     Ok(0)
 }

@@ -1,5 +1,7 @@
 //! `trajkit manifest create|verify`: publication manifests (docs/manifest.md).
 
+use crate::pipe::outln;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -73,7 +75,7 @@ fn create(dir: &Path, output: Option<&Path>, exclude: &[String], n: Option<usize
     }
     let m = manifest::create(dir, &excluded)?;
     manifest::write(&m, &output)?;
-    println!("{}", m.manifest_sha256);
+    outln!("{}", m.manifest_sha256);
     eprintln!("wrote {}: {} files, {} bytes", output.display(), m.file_count, m.total_bytes);
     Ok(0)
 }
@@ -92,7 +94,7 @@ fn verify(dir: &Path, path: Option<&Path>, digest: Option<&str>, json: bool, n: 
     if json {
         let mut v = serde_json::to_value(&report)?;
         v["clean"] = clean.into();
-        println!("{v}");
+        outln!("{v}");
     } else {
         print_findings(&report, digest.filter(|_| !expected_ok));
     }
@@ -112,22 +114,22 @@ fn verify(dir: &Path, path: Option<&Path>, digest: Option<&str>, json: bool, n: 
 
 fn print_findings(r: &VerifyReport, wrong_expected: Option<&str>) {
     for p in &r.missing {
-        println!("missing  {p}");
+        outln!("missing  {p}");
     }
     for p in &r.extra {
-        println!("extra    {p}");
+        outln!("extra    {p}");
     }
     for c in &r.changed {
         if c.actual_sha256.is_some() {
-            println!("changed  {} (same size, sha256 differs)", c.path);
+            outln!("changed  {} (same size, sha256 differs)", c.path);
         } else {
-            println!("changed  {} (bytes {} -> {})", c.path, c.expected_bytes, c.actual_bytes);
+            outln!("changed  {} (bytes {} -> {})", c.path, c.expected_bytes, c.actual_bytes);
         }
     }
     if !r.digest_ok() {
-        println!("manifest digest mismatch: recorded {}, computed {}", r.recorded_digest, r.computed_digest);
+        outln!("manifest digest mismatch: recorded {}, computed {}", r.recorded_digest, r.computed_digest);
     }
     if let Some(d) = wrong_expected {
-        println!("manifest digest is {}, expected {}", r.recorded_digest, d.to_ascii_lowercase());
+        outln!("manifest digest is {}, expected {}", r.recorded_digest, d.to_ascii_lowercase());
     }
 }

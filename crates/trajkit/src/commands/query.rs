@@ -1,5 +1,7 @@
 //! `trajkit query`: SQL on a library's index, opened read-only.
 
+use crate::pipe::{out, outln};
+use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -46,13 +48,13 @@ pub fn run(library: &Path, sql: &str, json: bool) -> Result<u8> {
             for (i, n) in names.iter().enumerate() {
                 obj.insert(n.clone(), to_json(r.get_ref(i)?));
             }
-            println!("{}", serde_json::Value::Object(obj));
+            outln!("{}", serde_json::Value::Object(obj));
         } else {
             table.push((0..names.len()).map(|i| r.get_ref(i).map(to_text)).collect::<Result<_, _>>()?);
         }
     }
     if !json {
-        print!("{}", crate::table::render(&names, &table));
+        out!("{}", crate::table::render(&names, &table));
     }
     Ok(0)
 }

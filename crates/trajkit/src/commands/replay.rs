@@ -1,6 +1,7 @@
 //! `trajkit replay`: fresh-process replays of a trajectory's actions against a live
 //! environment (docs/environment-protocol.md).
 
+use crate::pipe::{out, outln};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -108,9 +109,9 @@ pub fn run(args: &ReplayArgs) -> Result<u8> {
         write_report(path, &report)?;
     }
     if args.env.json {
-        println!("{}", serde_json::to_string(&report)?);
+        outln!("{}", serde_json::to_string(&report)?);
     } else {
-        print!("{}", render_human(&report));
+        out!("{}", render_human(&report));
     }
     Ok(u8::from(report.verdict != "pass"))
 }

@@ -1,5 +1,6 @@
 //! `trajkit schedule`: a deterministic paired schedule (docs/schedule.md).
 
+use crate::pipe::outln;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -38,7 +39,7 @@ pub fn run(args: &ScheduleArgs) -> Result<u8> {
     };
     let s = schedule::build(&args.seed, &args.apps, &arms, args.blocks)?;
     if args.summary {
-        println!("{} {}", s.blocks.len(), s.candidates.len());
+        outln!("{} {}", s.blocks.len(), s.candidates.len());
         return Ok(0);
     }
     let bytes = schedule::to_json(&s);

@@ -1,5 +1,7 @@
 //! `trajkit stats`: recorded-agent performance of a library, recomputed from its index.
 
+use crate::pipe::{out, outln};
+use std::io::Write;
 use std::path::Path;
 
 use anyhow::{bail, Result};
@@ -64,15 +66,15 @@ pub fn run(library: &Path, by: Option<&str>, json: bool) -> Result<u8> {
         };
         let rows = stats::outcomes_by(&conn, &index, column)?;
         if json {
-            println!("{}", serde_json::to_string_pretty(&rows)?);
+            outln!("{}", serde_json::to_string_pretty(&rows)?);
         } else {
-            print!("{}", outcome_table(&rows, by));
+            out!("{}", outcome_table(&rows, by));
         }
         return Ok(0);
     }
     let s = stats::compute(&conn, &index)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&s)?);
+        outln!("{}", serde_json::to_string_pretty(&s)?);
         return Ok(0);
     }
     print_summary(&s, &conn, &index)?;
@@ -82,33 +84,36 @@ pub fn run(library: &Path, by: Option<&str>, json: bool) -> Result<u8> {
 fn print_summary(s: &Value, conn: &rusqlite::Connection, index: &Path) -> Result<()> {
     let o = &s["outcomes"];
     let solved = &s["tasks_solved_at_least_once"];
-    println!("{} attempts of {} tasks from {} sources", s["attempts"], s["tasks"], s["sources"]);
-    println!(
+    outln!("{} attempts of {} tasks from {} sources", s["attempts"], s["tasks"], s["sources"]);
+    outln!(
         "outcomes: {} success, {} failure, {} unknown (success rate over known outcomes: {})",
         o["success"],
         o["failure"],
         o["unknown"],
         num(&o["success_rate_known"])
     );
-    println!(
+    outln!(
         "tasks solved at least once: {} of {} ({} of {} tasks with a known outcome)",
-        solved["solved"], solved["tasks"], solved["solved"], solved["tasks_with_known_outcome"]
+        solved["solved"],
+        solved["tasks"],
+        solved["solved"],
+        solved["tasks_with_known_outcome"]
     );
-    println!("\nby source:");
-    print!("{}", outcome_table(&stats::outcomes_by(conn, index, "source")?, "source"));
-    println!("\nby model:");
-    print!("{}", outcome_table(&stats::outcomes_by(conn, index, "model")?, "model"));
+    outln!("\nby source:");
+    out!("{}", outcome_table(&stats::outcomes_by(conn, index, "source")?, "source"));
+    outln!("\nby model:");
+    out!("{}", outcome_table(&stats::outcomes_by(conn, index, "model")?, "model"));
     let at_k = &s["at_k"];
-    println!("\nsuccess@k, descriptive (first k attempts per source/model/task in source-locator order):");
-    print!(
+    outln!("\nsuccess@k, descriptive (first k attempts per source/model/task in source-locator order):");
+    out!(
         "{}",
         k_table(&at_k["success_at_k_empirical"], &["k", "groups", "success", "failure", "unknown", "rate_known"])
     );
-    println!("\npass@k, estimate (unbiased estimator over attempts of known outcome):");
-    print!("{}", k_table(&at_k["pass_at_k_estimate"], &["k", "groups", "estimate"]));
-    println!("\npass^k, estimate:");
-    print!("{}", k_table(&at_k["pass_hat_k_estimate"], &["k", "groups", "estimate"]));
-    println!("\nactions per attempt:");
+    outln!("\npass@k, estimate (unbiased estimator over attempts of known outcome):");
+    out!("{}", k_table(&at_k["pass_at_k_estimate"], &["k", "groups", "estimate"]));
+    outln!("\npass^k, estimate:");
+    out!("{}", k_table(&at_k["pass_hat_k_estimate"], &["k", "groups", "estimate"]));
+    outln!("\nactions per attempt:");
     let header: Vec<String> =
         ["", "total", "min", "median", "mean", "p90", "max"].iter().map(|s| s.to_string()).collect();
     let rows: Vec<Vec<String>> = ["steps", "decisions", "tool_calls"]
@@ -120,13 +125,13 @@ fn print_summary(s: &Value, conn: &rusqlite::Connection, index: &Path) -> Result
                 .collect()
         })
         .collect();
-    print!("{}", render(&header, &rows));
+    out!("{}", render(&header, &rows));
     let per_task: Vec<String> = s["attempts_distribution"]["per_task"]
         .as_array()
         .map(|a| a.iter().map(|r| format!("{} with {}", r["tasks"], r["attempts"])).collect())
         .unwrap_or_default();
-    println!("\ntasks by attempt count: {}", per_task.join(", "));
-    println!("\ntokens and cost as sources publish them (never summed across sources):");
+    outln!("\ntasks by attempt count: {}", per_task.join(", "));
+    outln!("\ntokens and cost as sources publish them (never summed across sources):");
     let header: Vec<String> = ["source", "model", "attempts", "prompt_tokens", "completion_tokens", "cost_usd"]
         .iter()
         .map(|s| s.to_string())
@@ -149,13 +154,13 @@ fn print_summary(s: &Value, conn: &rusqlite::Connection, index: &Path) -> Result
                 .collect()
         })
         .unwrap_or_default();
-    print!("{}", render(&header, &rows));
+    out!("{}", render(&header, &rows));
     let q = &s["quality"];
-    println!(
+    outln!(
         "\nquality: {} structurally valid, {} complete, {} SFT-eligible, {} training-eligible; {} duplicate groups with more than one trajectory; {} records rejected",
         q["structural_valid"], q["complete"], q["sft_eligible"], q["training_eligible"],
         s["duplicates"]["groups_with_duplicates"], s["rejected_records"]
     );
-    println!("\n(--json for everything, including outcomes by scaffold, family and tier)");
+    outln!("\n(--json for everything, including outcomes by scaffold, family and tier)");
     Ok(())
 }

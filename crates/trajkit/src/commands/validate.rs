@@ -1,7 +1,9 @@
 //! `trajkit validate`: every problem with file:line and field; the exit status tells.
 
+use crate::pipe::outln;
 use anyhow::Result;
 use serde_json::json;
+use std::io::Write;
 use trajkit_formats::{FileReport, InputFile, Rejection, Sink};
 use trajkit_verify::completeness::{self, Tally};
 
@@ -21,7 +23,7 @@ impl Sink for Problems {
         if let (Some(tally), Some(t)) = (&mut self.complete, t) {
             let lacks = tally.add(t);
             if !lacks.is_empty() {
-                println!(
+                outln!(
                     "{}",
                     if self.json { completeness::json_line(t, &lacks) } else { completeness::text_line(t, &lacks) }
                 );
@@ -32,20 +34,20 @@ impl Sink for Problems {
     fn rejection(&mut self, r: &Rejection) {
         self.rejected += 1;
         if self.json {
-            println!("{}", serde_json::to_string(r).unwrap_or_default());
+            outln!("{}", serde_json::to_string(r).unwrap_or_default());
             return;
         }
         for p in &r.problems {
-            println!("{}: {}: {}: {}", r.location(), p.json_path, p.reason.as_str(), p.message);
+            outln!("{}: {}: {}: {}", r.location(), p.json_path, p.reason.as_str(), p.message);
         }
     }
 
     fn file_done(&mut self, report: &FileReport) {
         if let Some(e) = &report.error {
             if self.json {
-                println!("{}", json!({"path": report.path, "error": e}));
+                outln!("{}", json!({"path": report.path, "error": e}));
             } else {
-                println!("{e}");
+                outln!("{e}");
             }
         }
     }
