@@ -38,6 +38,8 @@ pub struct BuildOptions {
     pub shard_bytes: u64,
     /// Worker threads (for zstd; the read pool is rayon's global pool).
     pub threads: usize,
+    /// The record size limit (`trajkit_formats::Options::max_record_bytes`).
+    pub max_record_bytes: Option<usize>,
 }
 
 impl Default for BuildOptions {
@@ -52,6 +54,7 @@ impl Default for BuildOptions {
             strict: false,
             shard_bytes: 256 << 20,
             threads: 1,
+            max_record_bytes: None,
         }
     }
 }
@@ -423,6 +426,7 @@ fn build_into(
             records: false,
             outcomes: outcomes.clone(),
             analyze: Some(analyzer(source, &opts.split)),
+            max_record_bytes: opts.max_record_bytes,
         };
         let got = trajkit_formats::read_inputs(files, &read_opts, &mut sink)
             .map_err(|e| LibraryError::Invalid { path: PathBuf::from(&source.source.name), message: e.to_string() })?;
