@@ -38,10 +38,6 @@ const ZIP_MAGIC: &[u8] = b"PK\x03\x04";
 /// `error`, `invalidated`, `location`, ...) goes into every envelope.
 const EXCLUDED_LOG_KEYS: [&str; 4] = ["samples", "results", "stats", "reductions"];
 
-/// Largest decompressed archive member read (a bound against zip bombs: the member's
-/// declared size is not trusted).
-const MAX_MEMBER_BYTES: u64 = 1 << 30;
-
 impl Reader for InspectReader {
     fn name(&self) -> &'static str {
         "inspect"
@@ -80,9 +76,14 @@ impl Reader for InspectReader {
         }
     }
 
-    fn expand_document(&self, bytes: &[u8], emit: &mut dyn FnMut(Vec<u8>) -> bool) -> Option<Result<(), String>> {
+    fn expand_document(
+        &self,
+        bytes: &[u8],
+        limit: usize,
+        emit: &mut dyn FnMut(Result<Vec<u8>, Problem>) -> bool,
+    ) -> Option<Result<(), String>> {
         if bytes.starts_with(ZIP_MAGIC) {
-            return Some(expand_eval(bytes, emit));
+            return Some(expand_eval(bytes, limit, emit));
         }
         expand_json(bytes, emit)
     }
@@ -131,7 +132,7 @@ fn header_fields<'a>(bytes: &'a [u8], members: &'a [(String, Range<usize>)]) -> 
 /// A `.json` log: one envelope per element of `samples`, handed to `emit` in order.
 /// `None` (the whole document is then read as one record and rejected with the reason)
 /// when the document is not a complete object or `samples` is not a complete list.
-fn expand_json(bytes: &[u8], emit: &mut dyn FnMut(Vec<u8>) -> bool) -> Option<Result<(), String>> {
+fn expand_json(bytes: &[u8], emit: &mut dyn FnMut(Result<Vec<u8>, Problem>) -> bool) -> Option<Result<(), String>> {
     let (members, complete) = object_members(bytes);
     if !complete {
         return None;
@@ -147,7 +148,7 @@ fn expand_json(bytes: &[u8], emit: &mut dyn FnMut(Vec<u8>) -> bool) -> Option<Re
     let header = header_fields(bytes, &members);
     for r in elements {
         let Some(sample) = list.get(r) else { continue };
-        if !emit(envelope(&header, sample)) {
+        if !emit(Ok(envelope(&header, sample))) {
             break;
         }
     }
@@ -158,12 +159,17 @@ fn expand_json(bytes: &[u8], emit: &mut dyn FnMut(Vec<u8>) -> bool) -> Option<Re
 /// to `emit` one at a time (one decompressed member is held at a time). The header comes
 /// from `header.json` (written when the eval ends), else from `_journal/start.json` (a
 /// log still running or interrupted).
-fn expand_eval(bytes: &[u8], emit: &mut dyn FnMut(Vec<u8>) -> bool) -> Result<(), String> {
+fn expand_eval(
+    bytes: &[u8],
+    limit: usize,
+    emit: &mut dyn FnMut(Result<Vec<u8>, Problem>) -> bool,
+) -> Result<(), String> {
     let mut zip =
         zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(|e| format!("not a readable .eval archive: {e}"))?;
     let header_index = zip.index_for_name("header.json").or_else(|| zip.index_for_name("_journal/start.json"));
     let header_bytes = match header_index {
-        Some(i) => read_member(&mut zip, i)?,
+        Some(i) => read_member(&mut zip, i, limit)?
+            .ok_or_else(|| format!("the log header is larger than the record size limit ({limit} bytes)"))?,
         None => Vec::new(),
     };
     let (members, _) = object_members(&header_bytes);
@@ -173,25 +179,33 @@ fn expand_eval(bytes: &[u8], emit: &mut dyn FnMut(Vec<u8>) -> bool) -> Result<()
         if !is_sample {
             continue;
         }
-        let sample = read_member(&mut zip, i)?;
-        if !emit(envelope(&header, &sample)) {
+        let record = match read_member(&mut zip, i, limit)? {
+            Some(sample) => Ok(envelope(&header, &sample)),
+            None => Err(crate::pipeline::too_large_problem(limit)),
+        };
+        if !emit(record) {
             break;
         }
     }
     Ok(())
 }
 
-/// The decompressed bytes of archive member `i`, read into a buffer that grows with the
-/// bytes actually read (the declared size is not trusted), at most `MAX_MEMBER_BYTES`.
-fn read_member(zip: &mut zip::ZipArchive<std::io::Cursor<&[u8]>>, i: usize) -> Result<Vec<u8>, String> {
+/// The decompressed bytes of archive member `i`, or `None` when it is larger than `limit`
+/// (declared so, or found so while reading: the declared size is not trusted, and at most
+/// `limit + 1` bytes are inflated).
+fn read_member(
+    zip: &mut zip::ZipArchive<std::io::Cursor<&[u8]>>,
+    i: usize,
+    limit: usize,
+) -> Result<Option<Vec<u8>>, String> {
     let f = zip.by_index(i).map_err(|e| format!("archive member {i}: {e}"))?;
+    if f.size() > limit as u64 {
+        return Ok(None);
+    }
     let name = f.name().to_string();
     let mut out = Vec::new();
-    f.take(MAX_MEMBER_BYTES + 1).read_to_end(&mut out).map_err(|e| format!("archive member {name}: {e}"))?;
-    if out.len() as u64 > MAX_MEMBER_BYTES {
-        return Err(format!("archive member {name}: more than {MAX_MEMBER_BYTES} bytes decompressed"));
-    }
-    Ok(out)
+    f.take(limit as u64 + 1).read_to_end(&mut out).map_err(|e| format!("archive member {name}: {e}"))?;
+    Ok((out.len() <= limit).then_some(out))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -717,8 +731,8 @@ mod tests {
         }
         let zip = w.finish().map(|c| c.into_inner()).unwrap_or_default();
         let mut got: Vec<Vec<u8>> = Vec::new();
-        let result = expand_eval(&zip, &mut |b| {
-            got.push(b);
+        let result = expand_eval(&zip, 1 << 20, &mut |b| {
+            got.extend(b.ok());
             true
         });
         assert_eq!(result, Ok(()));
@@ -728,13 +742,21 @@ mod tests {
         assert_eq!(got, want);
         let mut n = 0;
         assert_eq!(
-            expand_eval(&zip, &mut |_| {
+            expand_eval(&zip, 1 << 20, &mut |_| {
                 n += 1;
                 false
             }),
             Ok(())
         );
         assert_eq!(n, 1, "stops at the first refusal");
+        // A member over the limit (9 bytes, limit 8) takes its place as a rejection.
+        let mut kinds = Vec::new();
+        let result = expand_eval(&zip, 8, &mut |r| {
+            kinds.push(r.map(|_| ()).map_err(|p| p.reason));
+            true
+        });
+        assert!(result.is_err(), "the 150-byte header is over the limit: {result:?}");
+        assert!(kinds.is_empty());
     }
 
     #[test]

@@ -6,6 +6,7 @@
 pub mod adp;
 pub mod atif;
 pub mod bfcl;
+pub mod canonical;
 pub mod chat;
 pub mod claude_code;
 pub mod codex;
@@ -30,6 +31,7 @@ pub mod reader;
 pub mod registry;
 pub mod rejection;
 pub mod report;
+pub mod skeleton;
 pub mod swe_agent;
 pub mod swe_gym;
 pub mod swe_smith;

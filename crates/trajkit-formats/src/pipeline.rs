@@ -33,6 +33,21 @@ pub struct Options {
     /// Computed from each accepted record on the worker thread that built it (in parallel);
     /// the sink gets the result through `Sink::analyzed` instead of the record.
     pub analyze: Option<Analyzer>,
+    /// Largest record (line, document, archive member), in decompressed bytes, that is
+    /// read; a larger one is rejected as `record_too_large` without being held in memory.
+    /// `None`: `DEFAULT_MAX_RECORD_BYTES`.
+    pub max_record_bytes: Option<usize>,
+}
+
+/// The default record size limit (128 MiB): far above real trajectories, far below the
+/// memory a decompression bomb would otherwise take.
+pub const DEFAULT_MAX_RECORD_BYTES: usize = 128 << 20;
+
+impl Options {
+    /// The record size limit in force.
+    pub fn record_limit(&self) -> usize {
+        self.max_record_bytes.unwrap_or(DEFAULT_MAX_RECORD_BYTES).max(1)
+    }
 }
 
 impl std::fmt::Debug for Options {
@@ -43,6 +58,7 @@ impl std::fmt::Debug for Options {
             .field("outcomes", &self.outcomes.is_some())
             .field("records", &self.records)
             .field("analyze", &self.analyze.is_some())
+            .field("max_record_bytes", &self.max_record_bytes)
             .finish()
     }
 }
@@ -136,7 +152,8 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
             })?),
             None => None,
         };
-    let mut plans: Vec<Plan> = files.into_par_iter().map(|f| plan(f, forced)).collect();
+    let limit = opts.record_limit();
+    let mut plans: Vec<Plan> = files.into_par_iter().map(|f| plan(f, forced, limit)).collect();
     mark_consumed(&mut plans);
 
     let (tx, rx) = bounded::<Batch>(4);
@@ -151,7 +168,7 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
     let stage_jobs: Vec<(Option<&'static dyn Reader>, InputFile)> =
         plans.iter().map(|p| (p.reader, p.file.clone())).collect();
     let producer = std::thread::spawn(move || {
-        let mut out = Producer { tx, recycled: recycle_rx, batch: Batch::with_capacity() };
+        let mut out = Producer { tx, recycled: recycle_rx, batch: Batch::with_capacity(), limit };
         for (idx, (file, reader, layout, stdin, parquet)) in producer_plans.into_iter().enumerate() {
             let err = match reader {
                 Some(_) if parquet => out.parquet(idx, &file).err(),
@@ -232,7 +249,7 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
 }
 
 /// Detects the file's format (or applies the forced one).
-fn plan(file: InputFile, forced: Option<&'static dyn Reader>) -> Plan {
+fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize) -> Plan {
     let mut report = FileReport::new(&file.display, None);
     let mut plan = Plan {
         layout: Layout::Document,
@@ -279,24 +296,47 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>) -> Plan {
         plan.parquet = true;
         name = crate::parquet::rows_name(&name);
     }
-    if plan.file.is_stdin() {
-        plan.stdin = Some(Box::new(std::io::Cursor::new(peek.clone()).chain(reader)));
-    }
     if peek.iter().all(|b| b.is_ascii_whitespace()) {
         report.error = Some(FormatError::Empty { path: plan.file.display.clone() }.to_string());
         plan.report = report;
         return plan;
     }
     let (first_line, multi) = first_line(&peek);
-    let peek = Peek { bytes: &peek, name: &name, first_line: first_line.as_ref(), multi_line_records: multi };
     let generic_layout = if multi || name.ends_with(".jsonl") { Layout::Lines } else { Layout::Document };
+    let prefix = Peek { bytes: &peek, name: &name, first_line: first_line.as_ref(), multi_line_records: multi };
+    let claim = best(&prefix);
+    // Inconclusive on a value larger than the peek: detect again on its skeleton, which
+    // holds every top-level key wherever it falls (read up to the record limit; the bytes
+    // read are kept only for standard input, which cannot be read twice).
+    let inconclusive = claim.as_ref().is_none_or(|(_, d)| d.confidence < 50);
+    let skeleton = if forced.is_none() && inconclusive && peek.len() >= PEEK_BYTES && !plan.parquet {
+        let mut whole = std::mem::take(&mut peek);
+        let _ = (&mut reader).take(limit.saturating_sub(whole.len()) as u64).read_to_end(&mut whole);
+        let sk = skeleton_peek(&whole);
+        peek = whole;
+        sk
+    } else {
+        None
+    };
+    if plan.file.is_stdin() {
+        plan.stdin = Some(Box::new(std::io::Cursor::new(peek.clone()).chain(reader)));
+    }
+    let (peek, claim) = match &skeleton {
+        Some(sk) => {
+            let line = sk.first_line.as_ref().or(first_line.as_ref());
+            let view = Peek { bytes: &sk.bytes, name: &name, first_line: line, multi_line_records: multi || sk.more };
+            let claim = best(&view).or(claim);
+            (view, claim)
+        }
+        None => (Peek { bytes: &peek, name: &name, first_line: first_line.as_ref(), multi_line_records: multi }, claim),
+    };
     match forced {
         Some(r) => {
             plan.layout = r.detect(&peek).map(|d| d.layout).unwrap_or(generic_layout);
             plan.reader = Some(r);
             report.format = Some(r.name().to_string());
         }
-        None => match best(&peek) {
+        None => match claim {
             Some((r, d)) if d.confidence >= 50 => {
                 plan.layout = d.layout;
                 plan.reader = Some(r);
@@ -315,6 +355,25 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>) -> Plan {
     plan
 }
 
+/// The skeleton of a value larger than the peek (see `crate::skeleton`), with the parsed
+/// first line when the value is the first line, and whether more records follow it.
+struct SkeletonPeek {
+    bytes: Vec<u8>,
+    first_line: Option<serde_json::Value>,
+    more: bool,
+}
+
+/// Builds the skeleton of the first JSON value of `bytes`, when it is complete.
+fn skeleton_peek(bytes: &[u8]) -> Option<SkeletonPeek> {
+    let (sk, end) = crate::skeleton::skeleton(bytes)?;
+    let start = bytes.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(0);
+    let one_line = memchr::memchr(b'\n', &bytes[start..end]).is_none();
+    let more = bytes[end..].iter().any(|b| !b.is_ascii_whitespace());
+    let first_line = if one_line { serde_json::from_slice(&sk).ok() } else { None };
+    Some(SkeletonPeek { bytes: sk, first_line, more: more && one_line })
+}
+
+/// The highest claim on a peek.
 fn best(peek: &Peek) -> Option<(&'static dyn Reader, Detection)> {
     registry::all().iter().filter_map(|r| r.detect(peek).map(|d| (*r, d))).max_by_key(|(_, d)| d.confidence)
 }
@@ -376,6 +435,8 @@ struct Producer {
     tx: crossbeam_channel::Sender<Batch>,
     recycled: crossbeam_channel::Receiver<Batch>,
     batch: Batch,
+    /// The record size limit, in bytes.
+    limit: usize,
 }
 
 /// The consumer has stopped (e.g. `--strict`): stop reading.
@@ -418,9 +479,14 @@ impl Producer {
         };
         if layout == Layout::Document {
             let start = self.batch.buf.len();
-            if let Err(e) = reader.read_to_end(&mut self.batch.buf) {
+            if let Err(e) = (&mut reader).take(self.limit as u64 + 1).read_to_end(&mut self.batch.buf) {
                 self.batch.buf.truncate(start);
                 return Err(format!("{}: read failed: {}", file.display, e));
+            }
+            if self.batch.buf.len() - start > self.limit {
+                self.batch.buf.truncate(start);
+                self.too_large(idx, None, Some(0));
+                return self.send_if_full().map_err(|_| String::new());
             }
             let end = self.batch.buf.len();
             // Records that are not byte ranges of the file (zip members): the reader streams
@@ -431,21 +497,27 @@ impl Producer {
             let mut emitted = 0u64;
             let mut stopped = false;
             let expanded = {
-                let mut emit = |bytes: Vec<u8>| {
+                let limit = self.limit;
+                let mut emit = |member: Result<Vec<u8>, Problem>| {
                     if emitted == 0 && start > 0 {
                         self.batch.buf.truncate(start);
                     }
                     let at = self.batch.buf.len();
-                    self.batch.buf.extend_from_slice(&bytes);
+                    let problem = match member {
+                        Ok(bytes) => {
+                            self.batch.buf.extend_from_slice(&bytes);
+                            None
+                        }
+                        Err(p) => Some(p),
+                    };
                     let range = at..self.batch.buf.len();
-                    let rec =
-                        OwnedRecord { file: idx, range, line: None, document_index: Some(emitted), problem: None };
+                    let rec = OwnedRecord { file: idx, range, line: None, document_index: Some(emitted), problem };
                     emitted += 1;
                     self.batch.items.push(Item::Record(rec));
                     stopped = self.send_if_full().is_err();
                     !stopped
                 };
-                reader_of.expand_document(&doc, &mut emit)
+                reader_of.expand_document(&doc, limit, &mut emit)
             };
             match expanded {
                 Some(result) => {
@@ -500,6 +572,19 @@ impl Producer {
                 }
             };
             let end = self.batch.buf.len();
+            if end - line_start > self.limit {
+                // Too large: stop holding it, and skip to the end of the line unread.
+                self.batch.buf.truncate(line_start);
+                line_no += 1;
+                self.too_large(idx, Some(line_no), None);
+                match skip_line(reader) {
+                    Ok(true) => continue,
+                    Ok(false) => return Ok(()),
+                    Err(e) => {
+                        return Err(format!("{}:{}: read failed in line {}: {}", file.display, line_no, line_no, e))
+                    }
+                }
+            }
             if n == 0 {
                 // A last line without a newline.
                 if line_start < end {
@@ -520,6 +605,10 @@ impl Producer {
 
     /// Adds the line at `range` (without its newline) unless it is blank.
     fn record(&mut self, idx: usize, mut range: std::ops::Range<usize>, line: u64) {
+        if range.len() > self.limit {
+            self.too_large(idx, Some(line), None);
+            return;
+        }
         let buf = &self.batch.buf;
         while range.end > range.start && buf[range.end - 1] == b'\r' {
             range.end -= 1;
@@ -534,6 +623,13 @@ impl Producer {
             document_index: None,
             problem: None,
         }));
+    }
+
+    /// Adds a `record_too_large` rejection in place of a record that was not held.
+    fn too_large(&mut self, idx: usize, line: Option<u64>, document_index: Option<u64>) {
+        let problem = Some(too_large_problem(self.limit));
+        let at = self.batch.buf.len();
+        self.batch.items.push(Item::Record(OwnedRecord { file: idx, range: at..at, line, document_index, problem }));
     }
 
     /// Streams a Parquet file's rows, one record each (`document_index` = row index), a
@@ -566,6 +662,46 @@ impl Producer {
         self.batch.buf.truncate(tail);
         self.tx.send(std::mem::replace(&mut self.batch, next)).map_err(|_| Stopped)?;
         Ok(0)
+    }
+}
+
+/// The rejection of a record larger than `limit` bytes.
+pub fn too_large_problem(limit: usize) -> Problem {
+    let msg = format!("record larger than the record size limit ({}); not read", human_size(limit));
+    Problem::new(Reason::RecordTooLarge, "$", msg)
+}
+
+/// `128 MiB`, or bytes below one MiB.
+fn human_size(bytes: usize) -> String {
+    if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+/// Consumes the rest of the current line without keeping it: true when a newline ended
+/// it, false at the end of the stream.
+fn skip_line(reader: &mut dyn BufRead) -> std::io::Result<bool> {
+    loop {
+        let buf = match reader.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            return Ok(false);
+        }
+        match memchr::memchr(b'\n', buf) {
+            Some(i) => {
+                reader.consume(i + 1);
+                return Ok(true);
+            }
+            None => {
+                let n = buf.len();
+                reader.consume(n);
+            }
+        }
     }
 }
 

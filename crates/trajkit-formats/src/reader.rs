@@ -114,11 +114,17 @@ pub trait Reader: Send + Sync {
     /// archive, or parts that need context from elsewhere in the file): hands the records,
     /// as owned bytes, to `emit` one at a time (so that only the records in flight are held,
     /// never all of them); each is read with `document_index` = its position and its
-    /// `sha256` is that of these bytes. `emit` returns false when reading has stopped: the
+    /// `sha256` is that of these bytes. A record larger than `limit` bytes is not built:
+    /// its place gets the `record_too_large` problem instead (`pipeline::too_large_problem`). `emit` returns false when reading has stopped: the
     /// reader then returns at once. `Err` stops the file with that message (a file-level
     /// error; the records emitted before it stand). `None` (the default; nothing may have
     /// been emitted) falls back to `split_document`. Asked before `split_document`.
-    fn expand_document(&self, _bytes: &[u8], _emit: &mut dyn FnMut(Vec<u8>) -> bool) -> Option<Result<(), String>> {
+    fn expand_document(
+        &self,
+        _bytes: &[u8],
+        _limit: usize,
+        _emit: &mut dyn FnMut(Result<Vec<u8>, Problem>) -> bool,
+    ) -> Option<Result<(), String>> {
         None
     }
 

@@ -6,6 +6,7 @@ use crate::{
     swe_smith,
 };
 
+static CANONICAL: crate::canonical::CanonicalReader = crate::canonical::CanonicalReader;
 static ATIF: atif::AtifReader = atif::AtifReader;
 static CLAUDE_CODE: claude_code::ClaudeCodeReader = claude_code::ClaudeCodeReader;
 static CODEX: codex::CodexReader = codex::CodexReader;
@@ -30,6 +31,7 @@ static MLFLOW: crate::mlflow::MlflowReader = crate::mlflow::MlflowReader;
 static LANGFUSE: crate::langfuse::LangfuseReader = crate::langfuse::LangfuseReader;
 static LANGSMITH: crate::langsmith::LangsmithReader = crate::langsmith::LangsmithReader;
 static ALL: &[&dyn Reader] = &[
+    &CANONICAL,
     &ATIF,
     &INSPECT,
     &GYM,

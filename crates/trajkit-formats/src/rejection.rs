@@ -47,6 +47,12 @@ pub enum Reason {
     /// A function-calling evaluation row with no executed calls and returned observations
     /// (BFCL tasks and single-call outputs): the final call only, not a trajectory.
     FinalCallOnly,
+    /// A canonical record whose `content_digest` does not match its content (edited after
+    /// it was sealed).
+    DigestMismatch,
+    /// A record (line, document or archive member) larger than the record size limit
+    /// (`--max-record-mib`): skipped without being held in memory.
+    RecordTooLarge,
     /// The reader failed on this record (a trajkit bug): reported, never dropped.
     InternalError,
 }
@@ -75,12 +81,14 @@ impl Reason {
             Reason::PredictionOnly => "prediction_only",
             Reason::EvaluationReport => "evaluation_report",
             Reason::FinalCallOnly => "final_call_only",
+            Reason::DigestMismatch => "digest_mismatch",
+            Reason::RecordTooLarge => "record_too_large",
             Reason::InternalError => "internal_error",
         }
     }
 
     /// Every reason, for documentation and tests.
-    pub const ALL: [Reason; 21] = [
+    pub const ALL: [Reason; 23] = [
         Reason::InvalidJson,
         Reason::InvalidUtf8,
         Reason::SchemaViolation,
@@ -101,6 +109,8 @@ impl Reason {
         Reason::PredictionOnly,
         Reason::EvaluationReport,
         Reason::FinalCallOnly,
+        Reason::DigestMismatch,
+        Reason::RecordTooLarge,
         Reason::InternalError,
     ];
 }

@@ -40,6 +40,8 @@ pub struct BuildOptions {
     pub threads: usize,
     /// Wait for another build of the same output to finish instead of refusing.
     pub wait: bool,
+    /// The record size limit (`trajkit_formats::Options::max_record_bytes`).
+    pub max_record_bytes: Option<usize>,
 }
 
 impl Default for BuildOptions {
@@ -55,6 +57,7 @@ impl Default for BuildOptions {
             shard_bytes: 256 << 20,
             threads: 1,
             wait: false,
+            max_record_bytes: None,
         }
     }
 }
@@ -429,6 +432,7 @@ fn build_into(
             records: false,
             outcomes: outcomes.clone(),
             analyze: Some(analyzer(source, &opts.split)),
+            max_record_bytes: opts.max_record_bytes,
         };
         let got = trajkit_formats::read_inputs(files, &read_opts, &mut sink)
             .map_err(|e| LibraryError::Invalid { path: PathBuf::from(&source.source.name), message: e.to_string() })?;

@@ -25,7 +25,7 @@ fn lacks(rel: &str) -> Vec<Vec<String>> {
     let (files, errors) = discover(&[real(rel)]);
     assert!(errors.is_empty());
     let mut sink = Lacks(Vec::new());
-    let opts = Options { format: None, canonical: false, records: true, outcomes: None, analyze: None };
+    let opts = Options { records: true, ..Options::default() };
     read_inputs(files, &opts, &mut sink).expect("read");
     sink.0
 }

@@ -29,7 +29,7 @@ fn read(paths: &[PathBuf]) -> Vec<Trajectory> {
     let (files, errors) = discover(paths);
     assert!(errors.is_empty(), "{errors:?}");
     let mut sink = Collect(Vec::new());
-    let opts = Options { format: None, canonical: false, records: true, outcomes: None, analyze: None };
+    let opts = Options { records: true, ..Options::default() };
     read_inputs(files, &opts, &mut sink).expect("read");
     sink.0
 }

@@ -40,6 +40,15 @@ pub struct ReadArgs {
     /// Join outcomes from a SWE-bench style report by task id (never overrides a record's own).
     #[arg(long, value_name = "FILE")]
     pub outcomes: Option<PathBuf>,
+    /// Largest record read, in MiB (line, document or archive member, decompressed); a
+    /// larger one is rejected as record_too_large and the rest of its file is read.
+    #[arg(long, value_name = "MIB", default_value_t = 128)]
+    pub max_record_mib: u64,
+}
+
+/// Bytes of a `--max-record-mib` value (at least 1 MiB, at most what memory can address).
+pub fn record_bytes(mib: u64) -> usize {
+    usize::try_from(mib.clamp(1, 1 << 20) << 20).unwrap_or(usize::MAX)
 }
 
 #[derive(Subcommand)]

@@ -29,6 +29,10 @@ pub struct BuildArgs {
     /// Join outcomes from a SWE-bench style report by task id (never overrides a record's own).
     #[arg(long, value_name = "FILE")]
     pub outcomes: Option<PathBuf>,
+    /// Largest record read, in MiB (line, document or archive member, decompressed); a
+    /// larger one is rejected as record_too_large and the rest of its file is read.
+    #[arg(long, value_name = "MIB", default_value_t = 128)]
+    pub max_record_mib: u64,
     /// Fail (and keep the previous library) at the first rejected record.
     #[arg(long)]
     pub strict: bool,
@@ -129,6 +133,7 @@ pub fn run(args: &BuildArgs) -> Result<u8> {
         shard_bytes: args.shard_mib.max(1) << 20,
         threads: rayon::current_num_threads(),
         wait: args.wait,
+        max_record_bytes: Some(crate::record_bytes(args.max_record_mib)),
     };
     let timing = std::env::var_os("TRAJKIT_TIMING").map(|_| std::time::Instant::now());
     let bars = Bars { bar: bar(args.quiet), quiet: args.quiet, timing };

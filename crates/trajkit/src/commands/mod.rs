@@ -76,7 +76,8 @@ pub fn read_with(read: &ReadArgs, canonical: bool, records: bool, sink: &mut dyn
         Some(path) => Some(std::sync::Arc::new(trajkit_formats::outcomes::OutcomeTable::load(path)?)),
         None => None,
     };
-    let opts = Options { format: read.format.clone(), canonical, records, outcomes, analyze: None };
+    let max_record_bytes = Some(crate::record_bytes(read.max_record_mib));
+    let opts = Options { format: read.format.clone(), canonical, records, outcomes, analyze: None, max_record_bytes };
     let reports = trajkit_formats::read_inputs(files, &opts, &mut with_bar)?;
     bar.finish_and_clear();
     Ok(ReadOutcome { reports, missing })

@@ -134,8 +134,14 @@ pub fn run(args: &RedactArgs) -> Result<u8> {
             Some(p) => Some(std::sync::Arc::new(trajkit_formats::outcomes::OutcomeTable::load(p)?)),
             None => None,
         };
-        let opts =
-            Options { format: args.read.format.clone(), canonical: false, records: true, outcomes, analyze: None };
+        let opts = Options {
+            format: args.read.format.clone(),
+            canonical: false,
+            records: true,
+            outcomes,
+            analyze: None,
+            max_record_bytes: Some(crate::record_bytes(args.read.max_record_mib)),
+        };
         let reports = trajkit_formats::read_inputs(sources, &opts, &mut sink)?;
         read_any |= reports.iter().any(|r| r.error.is_none() || r.records > 0);
         file_errors += reports.iter().filter(|r| r.error.is_some()).count();
