@@ -370,5 +370,12 @@ fn task(id: Option<&str>, steps: &[Step], sha: &str) -> Task {
         (None, Some(text)) => (instruction_task_key(text, Some(FAMILY)), TaskKeySource::InstructionHash),
         (None, None) => (format!("r:{}", &sha[..16]), TaskKeySource::RecordHash),
     };
-    Task { environment: Some(FAMILY.into()), id: instance.map(str::to_string), instruction, key, key_source }
+    Task {
+        environment: Some(FAMILY.into()),
+        environment_version: None,
+        id: instance.map(str::to_string),
+        instruction,
+        key,
+        key_source,
+    }
 }

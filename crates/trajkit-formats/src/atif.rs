@@ -1379,6 +1379,7 @@ fn map_metrics(v: Value) -> Metrics {
         return Metrics::default();
     };
     Metrics {
+        duration_seconds: None,
         cached_tokens: json::take_u64(&mut m, "cached_tokens"),
         completion_tokens: json::take_u64(&mut m, "completion_tokens"),
         cost_usd: json::take_f64(&mut m, "cost_usd"),
@@ -1392,6 +1393,7 @@ fn map_final_metrics(v: Value) -> Metrics {
         return Metrics::default();
     };
     Metrics {
+        duration_seconds: None,
         cached_tokens: json::take_u64(&mut m, "total_cached_tokens"),
         completion_tokens: json::take_u64(&mut m, "total_completion_tokens"),
         cost_usd: json::take_f64(&mut m, "total_cost_usd"),
@@ -1546,6 +1548,7 @@ fn task_of(steps: &[Step], short_sha: &str) -> Task {
         .filter(|t| !t.trim().is_empty());
     match instruction {
         Some(text) => Task {
+            environment_version: None,
             environment: None,
             id: None,
             key: instruction_task_key(&text, None),
@@ -1553,6 +1556,7 @@ fn task_of(steps: &[Step], short_sha: &str) -> Task {
             instruction: Some(text),
         },
         None => Task {
+            environment_version: None,
             environment: None,
             id: None,
             instruction: None,

@@ -174,6 +174,7 @@ fn result_row(mut row: Map<String, Value>, raw: &RawRecord, file: &InputFile) ->
     }
     tokens.put_back(&mut row);
     let task = Task {
+        environment_version: None,
         environment: Some(FAMILY.into()),
         id: Some(id.clone()),
         instruction: steps
@@ -256,8 +257,15 @@ impl TokenTable {
         let prompt = int(Self::at(&self.input, turn, step));
         let completion = int(Self::at(&self.output, turn, step));
         let mut extra = Extra::new();
+        let mut duration = None;
         if let Some(l) = Self::at(&self.latency, turn, step) {
-            extra.insert("latency".into(), l.clone());
+            // BFCL times each model call in seconds; anything else stays as written.
+            match l.as_f64().filter(|s| *s >= 0.0) {
+                Some(seconds) => duration = Some(seconds),
+                None => {
+                    extra.insert("latency".into(), l.clone());
+                }
+            }
             self.placed[2].insert((turn, step));
         }
         if prompt.is_some() {
@@ -267,6 +275,7 @@ impl TokenTable {
             self.placed[1].insert((turn, step));
         }
         let m = Metrics {
+            duration_seconds: duration,
             cached_tokens: None,
             completion_tokens: completion,
             cost_usd: None,

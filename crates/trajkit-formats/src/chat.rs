@@ -352,7 +352,7 @@ fn chat_task(family: &str, row: &mut Map<String, Value>, steps: &[Step], sha: &s
         (None, Some(text)) => (instruction_task_key(text, Some(family)), TaskKeySource::InstructionHash),
         (None, None) => (format!("r:{}", &sha[..16]), TaskKeySource::RecordHash),
     };
-    Task { environment: Some(family.to_string()), id, instruction, key, key_source }
+    Task { environment: Some(family.to_string()), environment_version: None, id, instruction, key, key_source }
 }
 
 /// The record around the steps: tools, model, outcome, task, gaps.

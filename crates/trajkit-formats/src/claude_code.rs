@@ -361,6 +361,7 @@ fn usage_metrics(usage: Value) -> Option<Metrics> {
     }
     let completion = take_u64(&mut usage, "output_tokens");
     let m = Metrics {
+        duration_seconds: None,
         cached_tokens: read,
         completion_tokens: completion,
         cost_usd: None,
@@ -754,7 +755,7 @@ fn task_of(steps: &[Step], sha: &str) -> Task {
         Some(text) => (instruction_task_key(text, None), TaskKeySource::InstructionHash),
         None => (format!("r:{}", &sha[..16.min(sha.len())]), TaskKeySource::RecordHash),
     };
-    Task { environment: None, id: None, instruction, key, key_source }
+    Task { environment: None, environment_version: None, id: None, instruction, key, key_source }
 }
 
 /// Session-level lines that are not messages go to the trajectory's extra.

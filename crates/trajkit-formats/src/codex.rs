@@ -312,6 +312,7 @@ fn usage(v: &Value) -> Option<Metrics> {
     let cached = take_u64(&mut u, "cached_input_tokens");
     let completion = take_u64(&mut u, "output_tokens");
     let m = Metrics {
+        duration_seconds: None,
         cached_tokens: cached,
         completion_tokens: completion,
         cost_usd: None,
@@ -528,7 +529,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
         session_id,
         steps,
         subagents: Vec::new(),
-        task: Task { environment: None, id: None, instruction, key, key_source },
+        task: Task { environment: None, environment_version: None, id: None, instruction, key, key_source },
         tools: None,
     })
 }

@@ -440,6 +440,7 @@ fn usage_metrics(response: &mut Map<String, Value>, generated: bool) -> Option<M
     });
     let cost = take_f64(&mut usage, "cost");
     Some(Metrics {
+        duration_seconds: None,
         cached_tokens: cached,
         completion_tokens: completion,
         cost_usd: cost,
@@ -520,5 +521,12 @@ fn task(row: &mut Map<String, Value>, steps: &[Step], environment: Option<&str>,
         (None, Some(text)) => (instruction_task_key(text, environment), TaskKeySource::InstructionHash),
         (None, None) => (format!("r:{}", &sha[..16]), TaskKeySource::RecordHash),
     };
-    Task { environment: environment.map(str::to_string), id: explicit, instruction, key, key_source }
+    Task {
+        environment: environment.map(str::to_string),
+        environment_version: None,
+        id: explicit,
+        instruction,
+        key,
+        key_source,
+    }
 }

@@ -262,6 +262,7 @@ fn task(row: &mut Map<String, Value>, steps: &[Step], sha: &str) -> Task {
         .filter(|t| !t.trim().is_empty());
     if let Some(name) = take_nonempty_str(row, "task") {
         return Task {
+            environment_version: None,
             environment: None,
             id: Some(name.clone()),
             instruction,
@@ -271,6 +272,7 @@ fn task(row: &mut Map<String, Value>, steps: &[Step], sha: &str) -> Task {
     }
     match instruction {
         Some(text) => Task {
+            environment_version: None,
             environment: None,
             id: None,
             key: instruction_task_key(&text, None),
@@ -278,6 +280,7 @@ fn task(row: &mut Map<String, Value>, steps: &[Step], sha: &str) -> Task {
             instruction: Some(text),
         },
         None => Task {
+            environment_version: None,
             environment: None,
             id: None,
             instruction: None,

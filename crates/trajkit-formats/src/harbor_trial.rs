@@ -201,6 +201,14 @@ fn load_trajectory(file: &InputFile) -> Result<Loaded, Vec<Problem>> {
     }
 }
 
+/// Seconds of the agent's own run: `agent_execution.finished_at − started_at` (environment
+/// setup and verification excluded); the timestamps stay in `extra`.
+fn agent_execution_seconds(row: &Map<String, Value>) -> Option<f64> {
+    let phase = row.get("agent_execution")?;
+    let at = |k: &str| phase.get(k).and_then(Value::as_str);
+    trajkit_model::time::seconds_between(at("started_at")?, at("finished_at")?)
+}
+
 /// Maps one trial result (with its trajectory) to a record.
 fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Vec<PathBuf>), Vec<Problem>> {
     let value = parse_record(raw.bytes).map_err(|p| vec![p])?;
@@ -296,8 +304,10 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Vec<PathBuf>),
         }
     }
 
+    let agent_seconds = agent_execution_seconds(&row);
     // Run totals: the trial's agent_result, else the ATIF final metrics.
     let mut metrics = agent_result.as_mut().map(|ar| Metrics {
+        duration_seconds: None,
         prompt_tokens: take_u64(ar, "n_input_tokens"),
         cached_tokens: take_u64(ar, "n_cache_tokens"),
         completion_tokens: take_u64(ar, "n_output_tokens"),
@@ -317,6 +327,9 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Vec<PathBuf>),
         (Some(_), None) => {}
     }
 
+    if let Some(seconds) = agent_seconds {
+        metrics.get_or_insert_with(Metrics::default).duration_seconds = Some(seconds);
+    }
     for (key, rest) in
         [("agent_info", agent_info), ("agent_result", agent_result), ("verifier_result", verifier_result)]
     {
@@ -330,6 +343,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Vec<PathBuf>),
     extra.extend(row);
 
     let task = Task {
+        environment_version: None,
         environment,
         id: Some(task_name.clone()),
         instruction,

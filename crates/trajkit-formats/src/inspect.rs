@@ -20,7 +20,9 @@ use trajkit_model::{
 };
 
 use crate::input::InputFile;
-use crate::json::{array_elements, content_text, into_extra, take, take_f64, take_nonempty_str, take_str, take_u64};
+use crate::json::{
+    array_elements, content_text, into_extra, take, take_f64, take_nonempty_str, take_seconds, take_str, take_u64,
+};
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, Problem, Reason};
@@ -417,7 +419,11 @@ fn map_sample(
         None => None,
     };
 
-    let metrics = usage_metrics(sample, model.as_deref());
+    let mut metrics = usage_metrics(sample, model.as_deref());
+    // `total_time` is the sample's wall clock; `working_time` (excluding waits) stays in extra.
+    if let Some(total) = take_seconds(sample, "total_time") {
+        metrics.get_or_insert_with(Metrics::default).duration_seconds = Some(total);
+    }
     let outcome = outcome(sample.get("scores"));
     let instruction = instruction(sample.get("input"), &attachments, &steps);
     let session_id = take_nonempty_str(sample, "uuid");
@@ -466,6 +472,7 @@ fn map_sample(
         steps,
         subagents: Vec::new(),
         task: Task {
+            environment_version: None,
             environment: task_name,
             id: Some(sample_id),
             instruction,
@@ -637,7 +644,14 @@ fn usage_metrics(sample: &mut Map<String, Value>, model: Option<&str>) -> Option
     let cost = take_f64(&mut usage, "total_cost");
     let mut extra = into_extra(usage);
     extra.insert("model".into(), Value::String(key));
-    Some(Metrics { cached_tokens: cached, completion_tokens: completion, cost_usd: cost, extra, prompt_tokens: prompt })
+    Some(Metrics {
+        duration_seconds: None,
+        cached_tokens: cached,
+        completion_tokens: completion,
+        cost_usd: cost,
+        extra,
+        prompt_tokens: prompt,
+    })
 }
 
 /// A score value's verdict: `C` (correct) or `true` → success; `I` (incorrect), `N` (no

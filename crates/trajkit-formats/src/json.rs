@@ -40,6 +40,13 @@ pub fn take_f64(map: &mut Map<String, Value>, key: &str) -> Option<f64> {
     Some(v)
 }
 
+/// Removes `key` when it is a non-negative number of seconds (a duration or latency).
+pub fn take_seconds(map: &mut Map<String, Value>, key: &str) -> Option<f64> {
+    let v = map.get(key)?.as_f64().filter(|s| *s >= 0.0)?;
+    map.remove(key);
+    Some(v)
+}
+
 /// Removes `key` when it is a non-negative integer.
 pub fn take_u64(map: &mut Map<String, Value>, key: &str) -> Option<u64> {
     let v = map.get(key)?.as_u64()?;

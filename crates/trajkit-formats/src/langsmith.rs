@@ -162,6 +162,7 @@ fn run_totals(root: &Map<String, Value>) -> Option<Metrics> {
         return None;
     }
     Some(Metrics {
+        duration_seconds: None,
         cached_tokens: None,
         completion_tokens: completion,
         cost_usd: cost,

@@ -125,6 +125,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
         steps,
         subagents: Vec::new(),
         task: Task {
+            environment_version: None,
             environment: None,
             id: Some(instance.clone()),
             instruction,

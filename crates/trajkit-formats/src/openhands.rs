@@ -486,6 +486,7 @@ fn usage_metrics(mut usage: Map<String, Value>) -> Metrics {
         _ => None,
     };
     Metrics {
+        duration_seconds: None,
         cached_tokens: cached,
         completion_tokens: completion,
         cost_usd: None,
@@ -565,6 +566,7 @@ fn run_metrics(mut m: Map<String, Value>) -> Option<Metrics> {
         m.insert("accumulated_token_usage".into(), Value::Object(usage));
     }
     let metrics = Metrics {
+        duration_seconds: None,
         cached_tokens: cached,
         completion_tokens: completion,
         cost_usd: cost,
@@ -635,7 +637,7 @@ fn task(shape: Shape, row: &mut Map<String, Value>, steps: &[Step], sha: &str) -
         (None, Some(text)) => (instruction_task_key(text, environment.as_deref()), TaskKeySource::InstructionHash),
         (None, None) => (format!("r:{}", &sha[..16]), TaskKeySource::RecordHash),
     };
-    Task { environment, id, instruction, key, key_source }
+    Task { environment, environment_version: None, id, instruction, key, key_source }
 }
 
 /// `owner/repo#number` of a resolver issue, when all three are stated.

@@ -162,6 +162,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
         steps,
         subagents: Vec::new(),
         task: Task {
+            environment_version: None,
             environment: None,
             id: Some(instance.clone()),
             instruction,
@@ -363,6 +364,7 @@ fn model_stats(info: &mut Map<String, Value>) -> Option<Metrics> {
         return None;
     };
     Some(Metrics {
+        duration_seconds: None,
         cached_tokens: None,
         completion_tokens: take_u64(&mut stats, "tokens_received"),
         cost_usd: take_f64(&mut stats, "instance_cost"),

@@ -313,7 +313,14 @@ pub(crate) fn swe_task(family: &str, instance_id: Option<String>, steps: &[Step]
         (None, Some(text)) => (instruction_task_key(text, Some(family)), TaskKeySource::InstructionHash),
         (None, None) => (format!("r:{}", &sha[..16]), TaskKeySource::RecordHash),
     };
-    Task { environment: Some(family.to_string()), id: instance_id, instruction, key, key_source }
+    Task {
+        environment: Some(family.to_string()),
+        environment_version: None,
+        id: instance_id,
+        instruction,
+        key,
+        key_source,
+    }
 }
 
 /// Provenance of a record of `family`.

@@ -23,7 +23,7 @@ use trajkit_model::{
 };
 
 use crate::input::{self, InputFile};
-use crate::json::{array_elements, into_extra, take, take_f64, take_str, take_u64};
+use crate::json::{array_elements, into_extra, take, take_f64, take_seconds, take_str, take_u64};
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, Problem, Reason};
@@ -256,6 +256,8 @@ pub(crate) struct Context {
     agent_model: Option<String>,
     user_model: Option<String>,
     /// The document's `timestamp` and `info`, without its long texts.
+    /// `info.git_commit`: the tau2 commit, the version of its environments.
+    environment_version: Option<String>,
     results_info: Extra,
     /// Task id (as text) → the instruction given to the user simulator (when the task has
     /// a `user_scenario`) and the task's own entry of `tasks[]`, verbatim.
@@ -354,6 +356,9 @@ fn load_context(path: &Path) -> Option<Context> {
     let agent_name = text(info.get("agent_info").and_then(|a| a.get("implementation")));
     let agent_model = text(info.get("agent_info").and_then(|a| a.get("llm")));
     let user_model = text(info.get("user_info").and_then(|u| u.get("llm")));
+    // The tau2 commit that ran the simulations versions its environments (kept in
+    // `results_info` too).
+    let environment_version = text(info.get("git_commit"));
     // Long texts shared by every simulation stay in the results file only.
     for (section, key) in [
         ("environment_info", "policy"),
@@ -377,7 +382,7 @@ fn load_context(path: &Path) -> Option<Context> {
         let instruction = t.get("user_scenario").and_then(scenario_text);
         by_id.insert(id, (instruction, t));
     }
-    Some(Context { domain, agent_name, agent_model, user_model, results_info, tasks: by_id })
+    Some(Context { domain, agent_name, agent_model, user_model, environment_version, results_info, tasks: by_id })
 }
 
 /// A task id as text: a string as it is, an integer in decimal.
@@ -518,8 +523,10 @@ fn read(raw: &RawRecord, file: &InputFile, ctx: Option<&Context>) -> Result<(Tra
     if let Some(c) = take_f64(&mut sim, "user_cost") {
         metrics_extra.insert("user_cost".into(), c.into());
     }
-    let metrics = (agent_cost.is_some() || !metrics_extra.is_empty()).then(|| Metrics {
+    let duration = take_seconds(&mut sim, "duration");
+    let metrics = (agent_cost.is_some() || duration.is_some() || !metrics_extra.is_empty()).then(|| Metrics {
         cost_usd: agent_cost,
+        duration_seconds: duration,
         extra: metrics_extra,
         ..Metrics::default()
     });
@@ -529,6 +536,7 @@ fn read(raw: &RawRecord, file: &InputFile, ctx: Option<&Context>) -> Result<(Tra
     let domain = ctx.and_then(|c| c.domain.clone());
     let definition = ctx.and_then(|c| c.tasks.get(&task_id));
     let task = Task {
+        environment_version: ctx.and_then(|c| c.environment_version.clone()),
         key: format!("{}/{}", domain.as_deref().unwrap_or("?"), task_id),
         key_source: TaskKeySource::Explicit,
         instruction: definition.and_then(|(instruction, _)| instruction.clone()),

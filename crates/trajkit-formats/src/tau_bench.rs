@@ -126,7 +126,14 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
         (None, Some(id)) => (format!("{ENVIRONMENT}/{id}"), TaskKeySource::Explicit),
         (None, None) => (format!("r:{}", &raw.sha256[..16]), TaskKeySource::RecordHash),
     };
-    let task = Task { environment: Some(ENVIRONMENT.into()), id: task_id, instruction, key, key_source };
+    let task = Task {
+        environment: Some(ENVIRONMENT.into()),
+        environment_version: None,
+        id: task_id,
+        instruction,
+        key,
+        key_source,
+    };
     let mut extra = into_extra(row);
     if !info.is_empty() {
         extra.insert("info".into(), Value::Object(info));

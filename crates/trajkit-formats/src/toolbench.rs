@@ -206,7 +206,8 @@ fn answer(mut row: Map<String, Value>, raw: &RawRecord, file: &InputFile) -> Res
         (_, _, Some(text)) => (instruction_task_key(text, Some(FAMILY)), TaskKeySource::InstructionHash),
         _ => (format!("r:{}", &raw.sha256[..16]), TaskKeySource::RecordHash),
     };
-    let task = Task { environment: Some(FAMILY.into()), id: qid, instruction, key, key_source };
+    let task =
+        Task { environment: Some(FAMILY.into()), environment_version: None, id: qid, instruction, key, key_source };
     let mut t = base(raw, file, steps, task);
     t.agent = Agent { model: backbone, name: method, version: None };
     t.tools = match take(&mut gen, "function") {
@@ -476,7 +477,8 @@ fn conversation(mut row: Map<String, Value>, raw: &RawRecord, file: &InputFile) 
         Some(text) => (instruction_task_key(text, Some(FAMILY)), TaskKeySource::InstructionHash),
         None => (format!("r:{}", &raw.sha256[..16]), TaskKeySource::RecordHash),
     };
-    let task = Task { environment: Some(FAMILY.into()), id: None, instruction, key, key_source };
+    let task =
+        Task { environment: Some(FAMILY.into()), environment_version: None, id: None, instruction, key, key_source };
     let mut t = base(raw, file, steps, task);
     common_gaps(&mut t);
     t.extra = into_extra(row);

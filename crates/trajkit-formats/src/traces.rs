@@ -91,6 +91,7 @@ pub(crate) fn usage_metrics(u: &Value) -> Option<Metrics> {
         return None;
     }
     Some(Metrics {
+        duration_seconds: None,
         cached_tokens: cached,
         completion_tokens: completion,
         cost_usd: None,
@@ -962,7 +963,7 @@ pub(crate) fn task(steps: &[Step], explicit: Option<String>, environment: Option
         (None, Some(text)) => (instruction_task_key(text, environment.as_deref()), TaskKeySource::InstructionHash),
         (None, None) => (format!("r:{}", &sha[..16.min(sha.len())]), TaskKeySource::RecordHash),
     };
-    Task { environment, id: explicit, instruction, key, key_source }
+    Task { environment, environment_version: None, id: explicit, instruction, key, key_source }
 }
 
 fn provenance(doc: &Doc) -> Provenance {

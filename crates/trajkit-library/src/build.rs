@@ -542,6 +542,9 @@ fn make_row(
     let split_name =
         if role == SourceRole::EvaluationOnly { crate::split::PROTECTED } else { split.assign(&split_key) };
     let model = t.agent.model.clone().or_else(|| t.steps.iter().find_map(|st| st.model.clone()));
+    // Serializing borrowed parts of a record does not fail; were it to, the record would
+    // group by its whole content instead.
+    let interaction = trajkit_model::interaction_digest(t).unwrap_or_else(|_| t.content_digest.clone());
     Row {
         id,
         source: source.source.name.clone(),
@@ -577,13 +580,18 @@ fn make_row(
         training_eligible: s.sft_eligible && role == SourceRole::Training,
         quality_tier: s.quality_tier,
         task_rank: 0,
-        duplicate_group: format!("dup-{}", t.content_digest.get(..16).unwrap_or(&t.content_digest)),
+        duplicate_group: format!("dup-{}", interaction.get(..16).unwrap_or(&interaction)),
         duplicate_group_size: 1,
         split: split_name.to_string(),
         content_digest: t.content_digest.clone(),
         prompt_tokens: t.metrics.as_ref().and_then(|m| m.prompt_tokens),
         completion_tokens: t.metrics.as_ref().and_then(|m| m.completion_tokens),
         cost_usd: t.metrics.as_ref().and_then(|m| m.cost_usd),
+        environment_version: t.task.environment_version.clone().or_else(|| source.source.version.clone()),
+        interaction_digest: interaction,
+        duplicate_outcomes_disagree: false,
+        duration_seconds: crate::latency::duration_seconds(t),
+        cached_tokens: t.metrics.as_ref().and_then(|m| m.cached_tokens),
     }
 }
 

@@ -29,7 +29,9 @@ CREATE TABLE trajectories (ordinal INTEGER PRIMARY KEY, id TEXT NOT NULL, source
   gaps TEXT NOT NULL, complete INTEGER NOT NULL, sft_eligible INTEGER NOT NULL, training_eligible INTEGER NOT NULL,
   quality_tier INTEGER NOT NULL, task_rank INTEGER NOT NULL, duplicate_group TEXT NOT NULL,
   duplicate_group_size INTEGER NOT NULL, split TEXT NOT NULL, content_digest TEXT NOT NULL,
-  prompt_tokens INTEGER, completion_tokens INTEGER, cost_usd REAL);
+  prompt_tokens INTEGER, completion_tokens INTEGER, cost_usd REAL, environment_version TEXT,
+  interaction_digest TEXT NOT NULL, duplicate_outcomes_disagree INTEGER NOT NULL, duration_seconds REAL,
+  cached_tokens INTEGER);
 CREATE TABLE steps (trajectory INTEGER NOT NULL, step INTEGER NOT NULL, role TEXT NOT NULL, authorship TEXT NOT NULL,
   copied_context INTEGER NOT NULL, subagent INTEGER NOT NULL, model TEXT, timestamp TEXT,
   tool_calls INTEGER NOT NULL, tool_results INTEGER NOT NULL, content_bytes INTEGER NOT NULL,
@@ -48,17 +50,20 @@ UPDATE trajectories SET split = 'protected_evaluation'
   WHERE split_key IN (SELECT split_key FROM trajectories WHERE role = 'evaluation_only');
 UPDATE trajectories SET training_eligible = (sft_eligible AND role = 'training' AND split <> 'protected_evaluation');
 CREATE INDEX trajectories_content_digest ON trajectories (content_digest);
-CREATE TABLE duplicate_groups (duplicate_group TEXT PRIMARY KEY, content_digest TEXT NOT NULL,
-  size INTEGER NOT NULL, trajectory_ids TEXT NOT NULL);
+CREATE INDEX trajectories_interaction_digest ON trajectories (interaction_digest);
+CREATE TABLE duplicate_groups (duplicate_group TEXT PRIMARY KEY, interaction_digest TEXT NOT NULL,
+  size INTEGER NOT NULL, outcomes_disagree INTEGER NOT NULL, trajectory_ids TEXT NOT NULL);
 INSERT INTO duplicate_groups
-  SELECT duplicate_group, content_digest, count(*), json_group_array(id)
-  FROM (SELECT duplicate_group, content_digest, id FROM trajectories ORDER BY ordinal)
-  GROUP BY content_digest ORDER BY duplicate_group, content_digest;
-UPDATE trajectories SET duplicate_group_size = g.size
-  FROM duplicate_groups AS g WHERE g.duplicate_group = trajectories.duplicate_group;
+  SELECT duplicate_group, interaction_digest, count(*),
+    count(DISTINCT status) > 1 OR count(DISTINCT reward) > 1 OR count(reward) NOT IN (0, count(*)),
+    json_group_array(id)
+  FROM (SELECT duplicate_group, interaction_digest, id, status, reward FROM trajectories ORDER BY ordinal)
+  GROUP BY interaction_digest ORDER BY duplicate_group, interaction_digest;
+UPDATE trajectories SET duplicate_group_size = g.size, duplicate_outcomes_disagree = g.outcomes_disagree
+  FROM duplicate_groups AS g WHERE g.interaction_digest = trajectories.interaction_digest;
 UPDATE trajectories SET task_rank = r.rank FROM (
   SELECT ordinal, row_number() OVER (
-    PARTITION BY task_key, coalesce(environment, '')
+    PARTITION BY task_key, coalesce(environment, ''), coalesce(environment_version, '')
     ORDER BY quality_tier DESC,
       CASE status WHEN 'success' THEN 0 WHEN 'unknown' THEN 1 ELSE 2 END,
       coalesce(action_observation_completeness, 0) DESC, steps ASC, path, line, document_index, ordinal) AS rank
@@ -264,7 +269,7 @@ fn insert_trajectory(
     let mut st = conn.prepare_cached(
         "INSERT INTO trajectories VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
          ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38, ?39,
-         ?40, ?41, ?42)",
+         ?40, ?41, ?42, ?43, ?44, ?45, ?46, ?47)",
     )?;
     st.execute(params![
         ordinal,
@@ -309,6 +314,11 @@ fn insert_trajectory(
         r.prompt_tokens,
         r.completion_tokens,
         r.cost_usd,
+        r.environment_version,
+        r.interaction_digest,
+        r.duplicate_outcomes_disagree,
+        r.duration_seconds,
+        r.cached_tokens,
     ])?;
     let mut st = conn.prepare_cached("INSERT INTO steps VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)")?;
     for (i, s) in steps.iter().enumerate() {

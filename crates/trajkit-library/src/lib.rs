@@ -5,6 +5,7 @@ pub mod build;
 pub mod coverage;
 pub mod error;
 pub mod index;
+pub mod latency;
 pub mod layout;
 pub mod read;
 pub mod registry;

@@ -76,9 +76,9 @@ pub struct Row {
     pub training_eligible: bool,
     /// Ordered quality tier, 0 (worst) to 4 (best); see docs/quality.md.
     pub quality_tier: u8,
-    /// Rank among attempts of the same task and environment (1 = best).
+    /// Rank among attempts of the same task, environment and environment version (1 = best).
     pub task_rank: u64,
-    /// Exact-duplicate group: `dup-` + the first 16 hex digits of the content digest.
+    /// Exact-duplicate group: `dup-` + the first 16 hex digits of the interaction digest.
     pub duplicate_group: String,
     /// Trajectories in the duplicate group (1 when there is no duplicate).
     pub duplicate_group_size: u64,
@@ -92,4 +92,14 @@ pub struct Row {
     pub completion_tokens: Option<u64>,
     /// Cost in US dollars as the source states it.
     pub cost_usd: Option<f64>,
+    /// Environment version: the record's, else the registry source's `version`.
+    pub environment_version: Option<String>,
+    /// SHA-256 of the interaction (docs/library.md, duplicate groups): the duplicate key.
+    pub interaction_digest: String,
+    /// Members of the duplicate group disagree on status or reward (false for a group of one).
+    pub duplicate_outcomes_disagree: bool,
+    /// Wall-clock seconds of the run (docs/library.md, latency), when the source gives them.
+    pub duration_seconds: Option<f64>,
+    /// Prompt tokens served from cache, as the source states them.
+    pub cached_tokens: Option<u64>,
 }

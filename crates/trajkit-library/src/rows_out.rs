@@ -14,7 +14,8 @@ pub const ROW_COLUMNS: &str =
   environment, model, scaffold, family, license, role, status, reward, outcome_known, verification, structural_valid,
   structural_problems, action_observation_completeness, decisions, steps, tool_calls, subagents, gaps, complete,
   sft_eligible, training_eligible, quality_tier, task_rank, duplicate_group, duplicate_group_size, split,
-  content_digest, prompt_tokens, completion_tokens, cost_usd";
+  content_digest, prompt_tokens, completion_tokens, cost_usd, environment_version, interaction_digest,
+  duplicate_outcomes_disagree, duration_seconds, cached_tokens";
 
 /// Reads one `trajectories` row selected with `ROW_COLUMNS`.
 pub fn row_from_sql(r: &SqlRow<'_>) -> rusqlite::Result<Row> {
@@ -61,6 +62,11 @@ pub fn row_from_sql(r: &SqlRow<'_>) -> rusqlite::Result<Row> {
         prompt_tokens: r.get(38)?,
         completion_tokens: r.get(39)?,
         cost_usd: r.get(40)?,
+        environment_version: r.get(41)?,
+        interaction_digest: r.get(42)?,
+        duplicate_outcomes_disagree: r.get(43)?,
+        duration_seconds: r.get(44)?,
+        cached_tokens: r.get(45)?,
     })
 }
 

@@ -266,7 +266,7 @@ fn usage(conn: &Connection, path: &Path) -> Result<Value, LibraryError> {
     let mut st = conn
         .prepare(
             "SELECT source, model, count(*), count(prompt_tokens), sum(prompt_tokens), count(completion_tokens),
-                    sum(completion_tokens), count(cost_usd), sum(cost_usd)
+                    sum(completion_tokens), count(cost_usd), sum(cost_usd), count(cached_tokens), sum(cached_tokens)
              FROM trajectories GROUP BY source, model ORDER BY source, model",
         )
         .map_err(sqlerr(path))?;
@@ -282,6 +282,8 @@ fn usage(conn: &Connection, path: &Path) -> Result<Value, LibraryError> {
                 "completion_tokens": r.get::<_, Option<u64>>(6)?,
                 "with_cost_usd": r.get::<_, u64>(7)?,
                 "cost_usd": r.get::<_, Option<f64>>(8)?.map(round6),
+                "with_cached_tokens": r.get::<_, u64>(9)?,
+                "cached_tokens": r.get::<_, Option<u64>>(10)?,
             }))
         })
         .map_err(sqlerr(path))?;
@@ -368,7 +370,10 @@ pub fn compute(conn: &Connection, path: &Path) -> Result<Value, LibraryError> {
         "usage": {
             "description": "tokens and cost as each source publishes them, per source and model; never summed across sources (units and tokenizers differ)",
             "by_source_model": usage(conn, path)?,
-            "latency": {"status": "not_available", "reason": "no reader maps a run duration; step timestamps are kept in the index (steps.timestamp)"},
+            "latency": {
+                "description": "wall-clock seconds per attempt where the source publishes them (duration_seconds); attempts without one are not counted",
+                "by_source_model": crate::latency::by_source_model(conn, path)?,
+            },
         },
         "quality": {
             "structural_valid": q("SELECT count(*) FROM trajectories WHERE structural_valid")?,
@@ -381,6 +386,7 @@ pub fn compute(conn: &Connection, path: &Path) -> Result<Value, LibraryError> {
             "groups": q("SELECT count(*) FROM duplicate_groups")?,
             "groups_with_duplicates": q("SELECT count(*) FROM duplicate_groups WHERE size > 1")?,
             "trajectories_in_duplicate_groups": q("SELECT coalesce(sum(size), 0) FROM duplicate_groups WHERE size > 1")?,
+            "groups_with_disagreeing_outcomes": q("SELECT count(*) FROM duplicate_groups WHERE outcomes_disagree")?,
         },
         "rejected_records": q("SELECT coalesce(sum(rejected), 0) FROM files")?,
     }))

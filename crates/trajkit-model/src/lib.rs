@@ -2,9 +2,12 @@
 //! later stage reads, with its canonical JSON form and content digests.
 
 pub mod canonical;
+pub mod interaction;
 pub mod record;
+pub mod time;
 
 pub use canonical::{content_digest, seal, sha256_hex};
+pub use interaction::interaction_digest;
 pub use record::*;
 
 /// JSON Schema of the canonical record (published as docs/record.schema.json).

@@ -120,6 +120,10 @@ pub struct Task {
     /// Environment (benchmark, resource server) name when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment: Option<String>,
+    /// Version of the environment (commit, release) when the source states it; attempts
+    /// are ranked only against attempts of the same version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment_version: Option<String>,
     /// The task's own id as the source names it (instance id, task id), when it has one;
     /// outcome joins (`--outcomes`, side files) match on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -317,6 +321,10 @@ pub struct Metrics {
     /// Cost in US dollars.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// Wall-clock seconds of the run (or of the step's model call), as the source states
+    /// them or as the difference of the start and end times it states (docs/record.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_seconds: Option<f64>,
     /// Other usage figures (token ids, logprobs, provider extras), under source names.
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
@@ -331,6 +339,7 @@ impl Metrics {
         self.cached_tokens.is_none()
             && self.completion_tokens.is_none()
             && self.cost_usd.is_none()
+            && self.duration_seconds.is_none()
             && self.prompt_tokens.is_none()
             && self.extra.is_empty()
     }

@@ -81,6 +81,32 @@ pub fn run(library: &Path, by: Option<&str>, json: bool) -> Result<u8> {
     Ok(0)
 }
 
+/// Latency per source and model: only groups where some attempt published a duration.
+fn print_latency(s: &Value) {
+    let columns = ["count", "mean_seconds", "p50_seconds", "p90_seconds", "max_seconds"];
+    let rows: Vec<Vec<String>> = s["usage"]["latency"]["by_source_model"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter(|r| r["count"].as_u64().unwrap_or(0) > 0)
+                .map(|r| {
+                    let model = if r["model"].is_null() { "(none)".into() } else { num(&r["model"]) };
+                    let figures = columns.iter().map(|c| num(&r[*c]));
+                    [num(&r["source"]), model, num(&r["attempts"])].into_iter().chain(figures).collect()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if rows.is_empty() {
+        outln!("\nlatency: no source publishes a run duration");
+        return;
+    }
+    outln!("\nlatency in seconds, where the source publishes it (count = attempts with a duration):");
+    let header: Vec<String> =
+        ["source", "model", "attempts", "count", "mean", "p50", "p90", "max"].iter().map(|s| s.to_string()).collect();
+    out!("{}", render(&header, &rows));
+}
+
 fn print_summary(s: &Value, conn: &rusqlite::Connection, index: &Path) -> Result<()> {
     let o = &s["outcomes"];
     let solved = &s["tasks_solved_at_least_once"];
@@ -132,10 +158,11 @@ fn print_summary(s: &Value, conn: &rusqlite::Connection, index: &Path) -> Result
         .unwrap_or_default();
     outln!("\ntasks by attempt count: {}", per_task.join(", "));
     outln!("\ntokens and cost as sources publish them (never summed across sources):");
-    let header: Vec<String> = ["source", "model", "attempts", "prompt_tokens", "completion_tokens", "cost_usd"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let header: Vec<String> =
+        ["source", "model", "attempts", "prompt_tokens", "cached_tokens", "completion_tokens", "cost_usd"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
     let rows: Vec<Vec<String>> = s["usage"]["by_source_model"]
         .as_array()
         .map(|a| {
@@ -147,6 +174,7 @@ fn print_summary(s: &Value, conn: &rusqlite::Connection, index: &Path) -> Result
                         if r["model"].is_null() { "(none)".into() } else { num(&r["model"]) },
                         num(&r["attempts"]),
                         with("prompt_tokens", "with_prompt_tokens"),
+                        with("cached_tokens", "with_cached_tokens"),
                         with("completion_tokens", "with_completion_tokens"),
                         with("cost_usd", "with_cost_usd"),
                     ]
@@ -155,11 +183,12 @@ fn print_summary(s: &Value, conn: &rusqlite::Connection, index: &Path) -> Result
         })
         .unwrap_or_default();
     out!("{}", render(&header, &rows));
+    print_latency(s);
     let q = &s["quality"];
     outln!(
-        "\nquality: {} structurally valid, {} complete, {} SFT-eligible, {} training-eligible; {} duplicate groups with more than one trajectory; {} records rejected",
+        "\nquality: {} structurally valid, {} complete, {} SFT-eligible, {} training-eligible; {} duplicate groups with more than one trajectory ({} whose members disagree on outcome or reward); {} records rejected",
         q["structural_valid"], q["complete"], q["sft_eligible"], q["training_eligible"],
-        s["duplicates"]["groups_with_duplicates"], s["rejected_records"]
+        s["duplicates"]["groups_with_duplicates"], s["duplicates"]["groups_with_disagreeing_outcomes"], s["rejected_records"]
     );
     outln!("\n(--json for everything, including outcomes by scaffold, family and tier)");
     Ok(())

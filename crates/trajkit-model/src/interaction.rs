@@ -1,0 +1,129 @@
+//! The interaction digest: what two records must share to be the same interaction,
+//! whatever their ids, rewards, usage, timings or unmapped fields say (docs/library.md,
+//! "Duplicate groups"). Exact-duplicate groups of the library are keyed by it.
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::canonical::hex;
+use crate::record::{Role, Step, Trajectory};
+
+/// The task as the interaction sees it: its id, environment and instruction (not the
+/// key, which may be a hash of the source bytes, nor the environment version).
+#[derive(Serialize)]
+struct TaskPart<'a> {
+    environment: Option<&'a str>,
+    id: Option<&'a str>,
+    instruction: Option<&'a str>,
+}
+
+/// A call: name and arguments; its id is replaced by its position in the record.
+#[derive(Serialize)]
+struct CallPart<'a> {
+    arguments: &'a Value,
+    name: &'a str,
+}
+
+/// A result: its content and the position of the call it answers (or the stated id
+/// when it answers no call of the record, or nothing when it names none).
+#[derive(Serialize)]
+struct ResultPart<'a> {
+    answers: Link<'a>,
+    content: Option<&'a Value>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Link<'a> {
+    Call(usize),
+    Unknown(&'a str),
+    None,
+}
+
+/// A step: who speaks and what, in order; timestamps, usage, models, source ids and
+/// unmapped fields are left out.
+#[derive(Serialize)]
+struct StepPart<'a> {
+    content: Option<&'a Value>,
+    copied_context: bool,
+    reasoning: Option<&'a str>,
+    role: Role,
+    subagent: bool,
+    tool_calls: Vec<CallPart<'a>>,
+    tool_results: Vec<ResultPart<'a>>,
+}
+
+/// The whole interaction: task, offered tools, steps and the subagents' own digests.
+#[derive(Serialize)]
+struct Interaction<'a> {
+    steps: Vec<StepPart<'a>>,
+    subagents: Vec<String>,
+    task: TaskPart<'a>,
+    tools: Option<&'a Vec<Value>>,
+}
+
+/// Feeds serialized bytes straight into the hash (no intermediate buffer).
+struct HashWriter(Sha256);
+
+impl Write for HashWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// SHA-256 (hex) of the record's interaction: the task (id, environment, instruction),
+/// the offered tools, every step's role, content, reasoning, tool calls (name, arguments)
+/// and tool results (content, and which call they answer by position), in order, and the
+/// subagents' interactions. Ids, provenance, outcome, metrics, gaps, timestamps, models,
+/// session ids and every `extra` are left out.
+pub fn interaction_digest(t: &Trajectory) -> Result<String, serde_json::Error> {
+    let subagents = t.subagents.iter().map(|s| interaction_digest(&s.trajectory)).collect::<Result<_, _>>()?;
+    let mut positions: HashMap<&str, usize> = HashMap::new();
+    let calls = t.steps.iter().flat_map(|s| s.tool_calls.iter());
+    for (n, id) in calls.enumerate().filter_map(|(n, c)| c.id.as_deref().map(|id| (n, id))) {
+        positions.entry(id).or_insert(n);
+    }
+    let interaction = Interaction {
+        steps: t.steps.iter().map(|s| step_part(s, &positions)).collect(),
+        subagents,
+        task: TaskPart {
+            environment: t.task.environment.as_deref(),
+            id: t.task.id.as_deref(),
+            instruction: t.task.instruction.as_deref(),
+        },
+        tools: t.tools.as_ref(),
+    };
+    let mut w = HashWriter(Sha256::new());
+    serde_json::to_writer(&mut w, &interaction)?;
+    Ok(hex(&w.0.finalize()))
+}
+
+fn step_part<'a>(s: &'a Step, positions: &HashMap<&str, usize>) -> StepPart<'a> {
+    StepPart {
+        content: s.content.as_ref(),
+        copied_context: s.copied_context,
+        reasoning: s.reasoning.as_deref(),
+        role: s.role,
+        subagent: s.subagent,
+        tool_calls: s.tool_calls.iter().map(|c| CallPart { arguments: &c.arguments, name: &c.name }).collect(),
+        tool_results: s
+            .tool_results
+            .iter()
+            .map(|r| ResultPart {
+                answers: match r.call_id.as_deref() {
+                    Some(id) => positions.get(id).map_or(Link::Unknown(id), |n| Link::Call(*n)),
+                    None => Link::None,
+                },
+                content: r.content.as_ref(),
+            })
+            .collect(),
+    }
+}

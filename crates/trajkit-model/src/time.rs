@@ -1,0 +1,96 @@
+//! ISO 8601 / RFC 3339 timestamps as the sources write them, turned into seconds so that
+//! durations can be derived from a start and an end (docs/record.md, `duration_seconds`).
+
+/// Seconds since 1970-01-01T00:00:00Z of `YYYY-MM-DD[T ]HH:MM:SS[.fraction][Z|±HH:MM]`;
+/// a timestamp without a zone is read as UTC (only differences of two are used).
+/// `None` for anything else.
+pub fn unix_seconds(ts: &str) -> Option<f64> {
+    let b = ts.as_bytes();
+    if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') || b[13] != b':' {
+        return None;
+    }
+    if b[16] != b':' {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let s = ts.get(r)?;
+        s.bytes().all(|c| c.is_ascii_digit()).then(|| s.parse().ok())?
+    };
+    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 60 {
+        return None;
+    }
+    let mut rest = &ts[19..];
+    let mut fraction = 0.0;
+    if let Some(f) = rest.strip_prefix('.') {
+        let digits = f.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        fraction = format!("0.{}", &f[..digits]).parse().ok()?;
+        rest = &f[digits..];
+    }
+    let offset = zone_offset(rest)?;
+    let days = days_from_civil(year, month, day);
+    Some((days * 86_400 + hour * 3_600 + minute * 60 + second - offset) as f64 + fraction)
+}
+
+/// Seconds from `start` to `end` when both parse and the end is not before the start.
+pub fn seconds_between(start: &str, end: &str) -> Option<f64> {
+    let d = unix_seconds(end)? - unix_seconds(start)?;
+    (d >= 0.0).then_some(d)
+}
+
+/// Offset in seconds of `Z`, `±HH:MM`, `±HHMM` or nothing (UTC).
+fn zone_offset(zone: &str) -> Option<i64> {
+    match zone {
+        "" | "Z" | "z" => return Some(0),
+        _ => {}
+    }
+    let sign = match zone.as_bytes()[0] {
+        b'+' => 1,
+        b'-' => -1,
+        _ => return None,
+    };
+    let digits: String = zone[1..].chars().filter(|c| *c != ':').collect();
+    if digits.len() != 4 || !digits.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let hours: i64 = digits[..2].parse().ok()?;
+    let minutes: i64 = digits[2..].parse().ok()?;
+    Some(sign * (hours * 3_600 + minutes * 60))
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_of_every_shape_the_sources_write() {
+        assert_eq!(unix_seconds("1970-01-01T00:00:00Z"), Some(0.0));
+        assert_eq!(unix_seconds("2000-03-01T00:00:00Z"), Some(951_868_800.0));
+        assert_eq!(unix_seconds("2000-03-01T01:00:00+01:00"), Some(951_868_800.0));
+        assert_eq!(unix_seconds("2000-03-01 00:00:00.25"), Some(951_868_800.25));
+        assert_eq!(unix_seconds("2000-03-01T00:00:00.5-0130"), Some(951_874_200.5));
+        for bad in ["", "2000-03-01", "2000-13-01T00:00:00Z", "2000-03-01T00:00:00.Z", "2000-03-01T00:00:00+1", "x"] {
+            assert_eq!(unix_seconds(bad), None, "{bad}");
+        }
+        assert_eq!(
+            seconds_between("2026-02-26T06:45:21.371891Z", "2026-02-26T06:46:30.823937Z").map(|s| (s * 1e6).round()),
+            Some(69_452_046.0)
+        );
+        assert_eq!(seconds_between("2000-01-02T00:00:00Z", "2000-01-01T00:00:00Z"), None);
+    }
+}
