@@ -1,4 +1,5 @@
-//! `evaluate-actions`: scores per-turn predictions against a held-out assistant-turn export.
+//! `evaluate-actions`: scores per-turn predictions against a held-out assistant-turn export,
+//! or against canonical records whose decisions the export's assistant-turn view derives.
 //! Only each row's `completion` (the decision) is compared; no later row, observation or
 //! outcome is read. Rows without a prediction count as misses, never as skipped.
 
@@ -10,8 +11,11 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 
+use trajkit_model::Trajectory;
+
 use crate::error::ExportError;
 use crate::output::Compression;
+use crate::{openai, views};
 
 /// A next action: tool calls `(name, canonical JSON arguments)` and text.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -272,27 +276,71 @@ fn load_predictions(path: &Path) -> Result<(HashMap<String, Action>, u64, u64), 
     Ok((map, lines, dups))
 }
 
-/// Scores `predictions` against the held-out assistant-turn export `heldout`.
+/// One held-out decision: its row id, the target action and its groups.
+struct Target {
+    id: String,
+    action: Action,
+    source: String,
+    family: String,
+}
+
+/// Held-out rows of one line: an assistant-turn export row, or every decision of a canonical
+/// record (`trajkit.trajectory/*`) derived by the export's own assistant-turn view, with the
+/// ids the export would give them (`<record id>#<turn>`).
+fn targets_of(path: &Path, n: u64, v: Value) -> Result<Vec<Target>, ExportError> {
+    if is_canonical(&v) {
+        let t: Trajectory =
+            serde_json::from_value(v).map_err(|e| input_err(path, n, &format!("not a valid canonical record: {e}")))?;
+        let (turns, _) = views::assistant_turns(&t);
+        return Ok(turns
+            .iter()
+            .map(|turn| Target {
+                id: format!("{}#{}", t.id, turn.turn),
+                action: action_of(&openai::message_json(&turn.completion)),
+                source: t.provenance.format.clone(),
+                family: UNKNOWN.into(),
+            })
+            .collect());
+    }
+    let id = v.get("id").and_then(Value::as_str).ok_or_else(|| input_err(path, n, "$.id: missing"))?;
+    let target = v.get("completion").and_then(|c| c.get(0)).ok_or_else(|| {
+        input_err(path, n, "$.completion[0]: missing (neither an assistant-turn export row nor a canonical record)")
+    })?;
+    let meta = v.get("metadata");
+    let group = |k: &str| meta.and_then(|m| m.get(k)).and_then(Value::as_str).unwrap_or(UNKNOWN).to_string();
+    Ok(vec![Target { id: id.to_string(), action: action_of(target), source: group("source"), family: group("family") }])
+}
+
+/// Group name when a row does not say.
+const UNKNOWN: &str = "unknown";
+
+/// A canonical record line: `schema_version` names the trajkit record schema.
+fn is_canonical(v: &Value) -> bool {
+    let schema = v.get("schema_version").and_then(Value::as_str);
+    schema.is_some_and(|s| s.starts_with("trajkit.trajectory/")) && v.get("completion").is_none()
+}
+
+/// Scores `predictions` against `heldout`: an assistant-turn export, or canonical records
+/// whose decisions are derived as the export derives them.
 pub fn evaluate(heldout: &Path, predictions: &Path) -> Result<Report, ExportError> {
     let (preds, lines, dups) = load_predictions(predictions)?;
     let mut overall = Counts::default();
     let mut by_source: BTreeMap<String, Counts> = BTreeMap::new();
     let mut by_family: BTreeMap<String, Counts> = BTreeMap::new();
+    let mut seen: HashMap<String, u64> = HashMap::new();
     let mut used = 0u64;
     each_json_line(heldout, |n, v| {
-        let id = v.get("id").and_then(Value::as_str).ok_or_else(|| input_err(heldout, n, "$.id: missing"))?;
-        let target = v
-            .get("completion")
-            .and_then(|c| c.get(0))
-            .ok_or_else(|| input_err(heldout, n, "$.completion[0]: missing (not an assistant-turn export row)"))?;
-        let meta = v.get("metadata");
-        let group = |k: &str| meta.and_then(|m| m.get(k)).and_then(Value::as_str).unwrap_or("unknown").to_string();
-        let predicted = preds.get(id);
-        used += u64::from(predicted.is_some());
-        let c = score(&action_of(target), predicted);
-        overall.add(&c);
-        by_source.entry(group("source")).or_default().add(&c);
-        by_family.entry(group("family")).or_default().add(&c);
+        for t in targets_of(heldout, n, v)? {
+            if let Some(first) = seen.insert(t.id.clone(), n) {
+                return Err(input_err(heldout, n, &format!("row id {:?} repeats line {first}", t.id)));
+            }
+            let predicted = preds.get(&t.id);
+            used += u64::from(predicted.is_some());
+            let c = score(&t.action, predicted);
+            overall.add(&c);
+            by_source.entry(t.source).or_default().add(&c);
+            by_family.entry(t.family).or_default().add(&c);
+        }
         Ok(())
     })?;
     Ok(Report {

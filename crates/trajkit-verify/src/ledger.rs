@@ -60,6 +60,8 @@ pub enum LedgerError {
     Io { path: PathBuf, source: std::io::Error },
     #[error(transparent)]
     Manifest(#[from] manifest::ManifestError),
+    #[error("{path}: the attempt cannot be added: {message}")]
+    Append { path: PathBuf, message: String },
 }
 
 /// One attempt as read (validated structurally).
@@ -229,6 +231,29 @@ fn is_safe_location(p: &str) -> bool {
         && !p.starts_with('/')
         && !p.contains('\\')
         && p.split('/').all(|c| !c.is_empty() && c != "." && c != "..")
+}
+
+/// Appends one attempt to the ledger at `path` (created when absent), atomically, after
+/// checking that the ledger with the new line has no finding on that line (id unused).
+pub fn append(path: &Path, attempt: &Value) -> Result<(), LedgerError> {
+    let mut bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(source) => return Err(LedgerError::Io { path: path.to_path_buf(), source }),
+    };
+    if bytes.last().is_some_and(|b| *b != b'\n') {
+        bytes.push(b'\n');
+    }
+    let line = bytes.split(|b| *b == b'\n').count() as u64;
+    bytes.extend_from_slice(attempt.to_string().as_bytes());
+    bytes.push(b'\n');
+    let checked = parse(&bytes);
+    if let Some(f) = checked.findings.iter().find(|f| f.line == line) {
+        let message = format!("{}: {}: {}", f.field, f.code, f.message);
+        return Err(LedgerError::Append { path: path.to_path_buf(), message });
+    }
+    manifest::write_atomic(path, &bytes)?;
+    Ok(())
 }
 
 /// Checks each attempt's public locations against the tree at `root` and its manifest:

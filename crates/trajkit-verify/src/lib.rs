@@ -7,6 +7,7 @@ pub mod counterfactual;
 pub mod diagnose;
 pub mod env;
 pub mod finite;
+pub mod gate;
 pub mod ledger;
 pub mod manifest;
 pub mod redact;

@@ -3,7 +3,7 @@
 //! seed by SHA-256 over a fixed byte encoding, apps spread over blocks in balance. The same
 //! inputs always give the same bytes. Format and encoding: docs/schedule.md.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 /// The `format` of schedules this version writes; also the domain prefix of block seeds.
@@ -36,7 +36,7 @@ pub enum ScheduleError {
 }
 
 /// One block: the arms' candidates that share a seed and an app.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Block {
     pub index: u32,
     pub seed: String,
@@ -46,7 +46,7 @@ pub struct Block {
 }
 
 /// One run to make: an arm on a block's app with the block's seed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Candidate {
     pub id: String,
     pub block: u32,
@@ -56,7 +56,7 @@ pub struct Candidate {
 }
 
 /// A paired schedule.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Schedule {
     pub format: String,
     pub root_seed: String,

@@ -125,7 +125,7 @@ enum Command {
     },
     /// Export a library as training or evaluation data (OpenAI/TRL JSONL, ShareGPT, Parquet, ATIF).
     Export(commands::export::ExportArgs),
-    /// Score next-action predictions against a held-out assistant-turn export.
+    /// Score next-action predictions against a held-out assistant-turn export or canonical records.
     EvaluateActions(commands::evaluate_actions::EvaluateArgs),
     /// Environment state of SQLite databases: capture, diff, check.
     State {
@@ -144,6 +144,8 @@ enum Command {
     Ledger(commands::ledger::LedgerArgs),
     /// A deterministic paired schedule: blocks of one candidate per arm sharing seed and app.
     Schedule(commands::schedule::ScheduleArgs),
+    /// The experiment gate: a schedule's maximum liability against its caps, bounded requests.
+    Gate(commands::gate::GateArgs),
     /// Check numeric arrays (.npy, .npz, JSON) for NaN/Inf, locate the first, summarize each.
     Diagnose(commands::diagnose::DiagnoseArgs),
 }
@@ -191,6 +193,7 @@ fn main() -> ExitCode {
         Command::Redact(args) => commands::redact::run(&args),
         Command::Ledger(args) => commands::ledger::run(&args),
         Command::Schedule(args) => commands::schedule::run(&args),
+        Command::Gate(args) => commands::gate::run(&args),
         Command::Diagnose(args) => commands::diagnose::run(&args),
     };
     match result {

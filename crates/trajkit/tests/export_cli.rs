@@ -46,16 +46,10 @@ fn write_lines(path: &Path, lines: &[Value]) {
     std::fs::write(path, body).unwrap();
 }
 
-#[test]
-fn export_then_score_predictions_with_exact_figures() {
-    let dir = tempfile::tempdir().unwrap();
-    let lib = library(dir.path());
-    let held = dir.path().join("held.jsonl");
-    let out = trajkit(&["export", s(&lib), "--view", "assistant-turn", "--split", "train", "-o", s(&held)]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("wrote 7 rows from 1 trajectories (training export"), "{}", text(&out.stderr));
-    assert!(dir.path().join("README.md").exists());
-    let h = rows(&held);
+/// Predictions for the 7 decisions of CS17 (rows of its assistant-turn export): exact for
+/// turns 0, 4 (object arguments) and 5; changed arguments (1), a renamed tool (3), text for a
+/// tool call (6), an unknown id and a repeated id; turn 2 unpredicted.
+fn cs17_predictions(h: &[Value]) -> Vec<Value> {
     let id = |i: usize| h[i]["id"].as_str().unwrap().to_string();
     let target = |i: usize| h[i]["completion"][0].clone();
     // Turns 0-4 call bash_command {duration, keystrokes}; 5-6 call mark_task_complete {}.
@@ -67,7 +61,7 @@ fn export_then_score_predictions_with_exact_figures() {
     let args: Value =
         serde_json::from_str(as_object["tool_calls"][0]["function"]["arguments"].as_str().unwrap()).unwrap();
     as_object["tool_calls"][0]["function"]["arguments"] = args;
-    let preds = [
+    vec![
         json!({"id": id(0), "message": target(0)}),
         json!({"id": id(1), "message": changed}),
         json!({"id": id(3), "message": renamed}),
@@ -76,7 +70,19 @@ fn export_then_score_predictions_with_exact_figures() {
         json!({"id": id(6), "message": {"role": "assistant", "content": "done"}}),
         json!({"id": "nope#0", "message": {"role": "assistant", "content": "x"}}),
         json!({"id": id(0), "message": {"role": "assistant", "content": "second"}}),
-    ];
+    ]
+}
+
+#[test]
+fn export_then_score_predictions_with_exact_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let lib = library(dir.path());
+    let held = dir.path().join("held.jsonl");
+    let out = trajkit(&["export", s(&lib), "--view", "assistant-turn", "--split", "train", "-o", s(&held)]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("wrote 7 rows from 1 trajectories (training export"), "{}", text(&out.stderr));
+    assert!(dir.path().join("README.md").exists());
+    let preds = cs17_predictions(&rows(&held));
     let pred_path = dir.path().join("preds.jsonl");
     write_lines(&pred_path, &preds);
     let out = trajkit(&["evaluate-actions", s(&held), s(&pred_path), "--json"]);
@@ -107,6 +113,56 @@ fn export_then_score_predictions_with_exact_figures() {
     let table = text(&out.stdout);
     assert!(table.contains("source:terminus") && table.contains("family:terminal"), "{table}");
     assert!(table.contains("1 rows without a prediction (counted as misses)"), "{table}");
+}
+
+/// The figures of `export_then_score_predictions_with_exact_figures`, read off the report.
+fn cs17_figures(r: &Value) {
+    let o = &r["overall"];
+    assert_eq!((o["rows"].as_u64(), o["predicted"].as_u64(), o["missing"].as_u64()), (Some(7), Some(6), Some(1)));
+    assert_eq!(o["exact_action_match"].as_f64(), Some(3.0 / 7.0));
+    assert_eq!(o["tool_name_accuracy"].as_f64(), Some(4.0 / 7.0));
+    assert_eq!(o["argument_precision"].as_f64(), Some(5.0 / 8.0));
+    assert_eq!(o["argument_recall"].as_f64(), Some(5.0 / 10.0));
+    assert_eq!(
+        (r["predictions"].as_u64(), r["unknown_ids"].as_u64(), r["duplicate_ids"].as_u64()),
+        (Some(8), Some(1), Some(1))
+    );
+}
+
+/// Issue 19 item 4: a canonical file (from `trajkit convert` of the real CS17 and
+/// claude-code-pass fixtures) is scored on the decisions the export's assistant-turn view
+/// derives, with the export's row ids: the same predictions give the export's figures.
+#[test]
+fn canonical_heldout_is_scored_on_the_exports_assistant_turns() {
+    let dir = tempfile::tempdir().unwrap();
+    let lib = library(dir.path());
+    let held = dir.path().join("held.jsonl");
+    let out = trajkit(&["export", s(&lib), "--view", "assistant-turn", "--split", "train", "-o", s(&held)]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let pred_path = dir.path().join("preds.jsonl");
+    write_lines(&pred_path, &cs17_predictions(&rows(&held)));
+    let canonical = dir.path().join("canonical.jsonl");
+    let out = trajkit(&["convert", s(&support::real(CS17)), s(&support::real(CC)), "-o", s(&canonical)]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(rows(&canonical).len(), 2);
+
+    let from_export: Value =
+        serde_json::from_slice(&trajkit(&["evaluate-actions", s(&held), s(&pred_path), "--json"]).stdout).unwrap();
+    let out = trajkit(&["evaluate-actions", s(&canonical), s(&pred_path), "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // CS17's 7 decisions and claude-code-pass's 11 (none predicted), grouped by source format.
+    assert_eq!(r["overall"]["rows"].as_u64(), Some(18));
+    assert_eq!(r["by_source"]["atif"]["rows"].as_u64(), Some(18));
+    assert_eq!(r["by_family"]["unknown"]["rows"].as_u64(), Some(18));
+    assert_eq!(r["overall"]["text_turns"].as_u64(), Some(1));
+    let only_cs17 = dir.path().join("cs17.jsonl");
+    let out = trajkit(&["convert", s(&support::real(CS17)), "-o", s(&only_cs17)]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let r: Value =
+        serde_json::from_slice(&trajkit(&["evaluate-actions", s(&only_cs17), s(&pred_path), "--json"]).stdout).unwrap();
+    cs17_figures(&r);
+    assert_eq!(r["overall"], from_export["overall"]);
 }
 
 #[test]

@@ -276,3 +276,85 @@ fn diagnose_locates_the_first_non_finite_value_and_sets_the_exit_status() {
     assert!(text(&unsupported.stderr).contains("dtype \"<c16\" is not supported"));
     assert_eq!(trajkit(&["diagnose"]).status.code(), Some(2));
 }
+
+/// Issue 19 item 8 (limits made up for the test): the gate passes under a roomy cap, and
+/// a failed gate appends its `pre_execution_rejected` attempt to the ledger once.
+#[test]
+fn gate_exit_status_and_the_ledger_line_of_a_failed_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let sched = dir.path().join("s.json");
+    let args = ["schedule", "--seed", SEED, "--app", "gmail", "--app", "phone", "-o", s(&sched)];
+    assert_eq!(trajkit(&args).status.code(), Some(0));
+    let limits = dir.path().join("limits.toml");
+    let body = |cap: &str| {
+        let arm = |name: &str, provider: &str| {
+            format!("[arms.{name}]\nprovider = \"{provider}\"\nrequests_per_candidate = 10\nmax_input_tokens = 8000\nmax_output_tokens = 1000\ninput_counted = true\n")
+        };
+        format!(
+            "cycle_cap_usd = {cap}\n[providers.openai]\ninput_usd_per_mtok = 2.5\noutput_usd_per_mtok = 10\n[providers.anthropic]\ninput_usd_per_mtok = 3\noutput_usd_per_mtok = 15\n{}{}{}",
+            arm("A", "openai"),
+            arm("B", "openai"),
+            arm("C", "anthropic")
+        )
+    };
+    std::fs::write(&limits, body("50")).unwrap();
+    let ok = trajkit(&["gate", s(&sched), "--limits", s(&limits)]);
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+    let out = text(&ok.stdout);
+    assert!(out.contains("arm C (anthropic): 32 candidates, liability $12.48\n"), "{out}");
+    assert!(out.contains("total: 96 candidates, maximum liability $31.68 against the cycle cap $50: PASS\n"), "{out}");
+
+    std::fs::write(&limits, body("20")).unwrap();
+    let ledger = dir.path().join("ledger.jsonl");
+    let gate = ["gate", s(&sched), "--limits", s(&limits), "--ledger", s(&ledger), "--id", "gate-cycle-1"];
+    let failed = trajkit(&gate);
+    assert_eq!(failed.status.code(), Some(1), "{}", text(&failed.stderr));
+    assert!(text(&failed.stdout).contains("cycle_cap_exceeded: maximum liability $31.68 exceeds the cycle cap $20\n"));
+    let lines: Vec<serde_json::Value> =
+        std::fs::read_to_string(&ledger).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["classification"], "pre_execution_rejected");
+    assert_eq!(
+        lines[0]["failed"],
+        serde_json::json!(["cycle_cap_exceeded: maximum liability $31.68 exceeds the cycle cap $20"])
+    );
+    let valid = trajkit(&["ledger", "validate", s(&ledger)]);
+    assert!(text(&valid.stderr).contains("1 attempts (0 executed, 0 component_tested, 1 pre_execution_rejected)"));
+    // The same id again is refused and nothing is added.
+    let again = trajkit(&gate);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(text(&again.stderr).contains("$.id: duplicate_id"), "{}", text(&again.stderr));
+    assert_eq!(std::fs::read_to_string(&ledger).unwrap().lines().count(), 1);
+    assert_eq!(trajkit(&["gate", s(&sched), "--limits", s(&dir.path().join("none.toml"))]).status.code(), Some(2));
+}
+
+/// Issue 19 item 9: rerun agreement and metric margins as a user runs them.
+#[test]
+fn diagnose_rerun_agreement_and_metric_margin() {
+    let out = trajkit(&["diagnose", s(&numeric("run_u.npy")), "--rerun", s(&numeric("rerun_u_fortran.npy"))]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("run_u.npy: 1 of 60 values disagree, max |diff| 0.0010000009046846614\n"), "{stdout}");
+    assert!(stdout.contains("worst at flat index 41, index (13, 2): run 1.199963415268209 rerun 1.2009634161728937"));
+    let loose = trajkit(&[
+        "diagnose",
+        s(&numeric("run_u.npy")),
+        "--rerun",
+        s(&numeric("rerun_u_fortran.npy")),
+        "--rtol",
+        "1e-3",
+    ]);
+    assert_eq!(loose.status.code(), Some(0));
+    let (run, rerun) = (numeric("metrics_run.json"), numeric("metrics_rerun.json"));
+    let m = ["diagnose", s(&run), "--metric", "drag", "--pass-if", "below", "--rerun", s(&rerun), "--threshold"];
+    let holds = trajkit(&[&m[..], &["0.3"]].concat());
+    assert_eq!(holds.status.code(), Some(0), "{}", text(&holds.stdout));
+    let noisy = trajkit(&[&m[..], &["0.299", "--json"]].concat());
+    assert_eq!(noisy.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&noisy.stdout).unwrap();
+    assert_eq!(v["findings"], serde_json::json!(["within_rerun_noise"]));
+    assert_eq!(v["rerun_disagreement"].as_f64(), Some(0.0011000000000000454));
+    let two = trajkit(&["diagnose", s(&run), s(&rerun), "--rerun", s(&rerun)]);
+    assert_eq!(two.status.code(), Some(2));
+    assert_eq!(trajkit(&["diagnose", s(&run), "--metric", "drag"]).status.code(), Some(2));
+}

@@ -21,6 +21,8 @@ struct Named {
     name: String,
     stats: Stats,
     first_index: Option<Vec<u64>>,
+    /// The index of every value, when values are kept.
+    indices: Option<Vec<Vec<u64>>>,
 }
 
 struct Scan<'p, R> {
@@ -32,9 +34,10 @@ struct Scan<'p, R> {
     arrays: Vec<Named>,
     by_name: HashMap<String, usize>,
     current: Option<usize>,
+    keep: bool,
 }
 
-pub(super) fn read<R: BufRead>(r: R, path: &str) -> Result<Vec<ArrayReport>, DiagnoseError> {
+pub(super) fn read<R: BufRead>(r: R, path: &str, keep: bool) -> Result<Vec<ArrayReport>, DiagnoseError> {
     let mut s = Scan {
         r,
         offset: 0,
@@ -44,6 +47,7 @@ pub(super) fn read<R: BufRead>(r: R, path: &str) -> Result<Vec<ArrayReport>, Dia
         arrays: Vec::new(),
         by_name: HashMap::new(),
         current: None,
+        keep,
     };
     s.value(0)?;
     s.ws()?;
@@ -54,7 +58,11 @@ pub(super) fn read<R: BufRead>(r: R, path: &str) -> Result<Vec<ArrayReport>, Dia
         .into_iter()
         .map(|a| {
             let index = a.first_index.unwrap_or_default();
-            a.stats.report(a.name, "json".into(), None, move |_| index.clone())
+            let mut report = a.stats.report(a.name, "json".into(), None, move |_| index.clone());
+            if let Some(kept) = report.kept.as_mut() {
+                kept.indices = a.indices;
+            }
+            report
         })
         .collect())
 }
@@ -278,7 +286,8 @@ impl<R: BufRead> Scan<'_, R> {
                 let i = match self.by_name.get(&name) {
                     Some(&i) => i,
                     None => {
-                        self.arrays.push(Named { name: name.clone(), stats: Stats::default(), first_index: None });
+                        let (stats, indices) = (Stats::new(self.keep), self.keep.then(Vec::new));
+                        self.arrays.push(Named { name: name.clone(), stats, first_index: None, indices });
                         self.by_name.insert(name, self.arrays.len() - 1);
                         self.arrays.len() - 1
                     }
@@ -289,6 +298,9 @@ impl<R: BufRead> Scan<'_, R> {
         };
         let a = &mut self.arrays[i];
         add(&mut a.stats);
+        if let Some(indices) = &mut a.indices {
+            indices.push(self.indices.clone());
+        }
         if a.stats.first.is_some() && a.first_index.is_none() {
             a.first_index = Some(self.indices.clone());
         }

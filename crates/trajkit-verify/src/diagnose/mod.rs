@@ -4,6 +4,7 @@
 //! statistics per array. Files are streamed; memory does not grow with array size.
 //! Rules and output: docs/diagnose.md.
 
+pub mod agree;
 mod json;
 mod npy;
 
@@ -114,6 +115,19 @@ pub struct ArrayReport {
     pub mean: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_non_finite: Option<Location>,
+    /// The values themselves, when read with [`read_values`] (never serialized).
+    #[serde(skip)]
+    pub kept: Option<Kept>,
+}
+
+/// An array's values kept for comparison: row-major (C) order for `.npy` (Fortran-order
+/// files reordered), document order for JSON with each value's index. JSON `null` is NaN.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Kept {
+    pub values: Vec<f64>,
+    /// JSON: the index of each value (one entry per array level); `.npy`: `None`, the
+    /// index follows from the shape.
+    pub indices: Option<Vec<Vec<u64>>>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -173,10 +187,24 @@ struct Stats {
     compensation: f64,
     /// File position (value order in the file) and kind of the first non-finite value.
     first: Option<(u64, NonFinite, Option<String>)>,
+    /// Every value in file order, when kept for comparison.
+    kept: Option<Vec<f64>>,
 }
 
 impl Stats {
+    /// Statistics that also keep every value when `keep` is set.
+    fn new(keep: bool) -> Stats {
+        Stats { kept: keep.then(Vec::new), ..Stats::default() }
+    }
+
+    fn keep(&mut self, v: f64) {
+        if let Some(k) = &mut self.kept {
+            k.push(v);
+        }
+    }
+
     fn float(&mut self, v: f64) {
+        self.keep(v);
         let position = self.count;
         self.count += 1;
         match NonFinite::of(v) {
@@ -191,6 +219,7 @@ impl Stats {
     }
 
     fn int(&mut self, v: i128) {
+        self.keep(v as f64);
         self.count += 1;
         self.finite += 1;
         self.int_min = Some(self.int_min.map_or(v, |m| m.min(v)));
@@ -200,6 +229,11 @@ impl Stats {
 
     /// A non-finite value that is not a float NaN/Inf (JSON null, or an overflowing literal).
     fn special(&mut self, kind: NonFinite, detail: Option<String>) {
+        self.keep(match kind {
+            NonFinite::PosInf => f64::INFINITY,
+            NonFinite::NegInf => f64::NEG_INFINITY,
+            NonFinite::Nan | NonFinite::Null => f64::NAN,
+        });
         let position = self.count;
         self.count += 1;
         self.non_finite(position, kind, detail);
@@ -234,7 +268,7 @@ impl Stats {
 
     /// The report, with the first non-finite value located by `locate(position)`.
     fn report(
-        self,
+        mut self,
         array: String,
         dtype: String,
         shape: Option<Vec<u64>>,
@@ -247,6 +281,7 @@ impl Stats {
             _ => (self.float_min.map(float), self.float_max.map(float)),
         };
         let mean = self.mean();
+        let kept = self.kept.take().map(|values| Kept { values, indices: None });
         let first_non_finite = self.first.clone().map(|(position, kind, detail)| {
             let index = locate(position);
             let flat_index = match &shape {
@@ -269,6 +304,7 @@ impl Stats {
             max,
             mean,
             first_non_finite,
+            kept,
         }
     }
 }
@@ -280,22 +316,32 @@ fn c_flat(index: &[u64], shape: &[u64]) -> u64 {
 
 /// Diagnoses one file by its extension (`.npy`, `.npz`, `.json`, case-insensitive).
 pub fn diagnose(path: &Path) -> Result<FileReport, DiagnoseError> {
+    read(path, false)
+}
+
+/// `diagnose`, keeping every array's values (`ArrayReport::kept`) for comparison: memory
+/// grows with the arrays.
+pub fn read_values(path: &Path) -> Result<FileReport, DiagnoseError> {
+    read(path, true)
+}
+
+fn read(path: &Path, keep: bool) -> Result<FileReport, DiagnoseError> {
     let name = path.display().to_string();
     let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
     let io = |source| DiagnoseError::Io { path: name.clone(), source };
     let file = File::open(path).map_err(io)?;
     let label = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let (arrays, skipped) = match ext.as_deref() {
-        Some("npy") => (vec![npy::read(BufReader::with_capacity(1 << 20, file), &label, &name)?], Vec::new()),
-        Some("npz") => npz(file, &name)?,
-        Some("json") => (json::read(BufReader::with_capacity(1 << 20, file), &name)?, Vec::new()),
+        Some("npy") => (vec![npy::read(BufReader::with_capacity(1 << 20, file), &label, &name, keep)?], Vec::new()),
+        Some("npz") => npz(file, &name, keep)?,
+        Some("json") => (json::read(BufReader::with_capacity(1 << 20, file), &name, keep)?, Vec::new()),
         _ => return Err(DiagnoseError::UnknownKind { path: name }),
     };
     Ok(FileReport { file: name, arrays, skipped })
 }
 
 /// Every `.npy` member of a zip archive (stored or deflated), in archive order.
-fn npz(file: File, name: &str) -> Result<(Vec<ArrayReport>, Vec<String>), DiagnoseError> {
+fn npz(file: File, name: &str, keep: bool) -> Result<(Vec<ArrayReport>, Vec<String>), DiagnoseError> {
     let invalid = |e: zip::result::ZipError| DiagnoseError::Invalid { path: name.to_string(), message: e.to_string() };
     let mut archive = zip::ZipArchive::new(BufReader::new(file)).map_err(invalid)?;
     let mut arrays = Vec::new();
@@ -307,7 +353,7 @@ fn npz(file: File, name: &str) -> Result<(Vec<ArrayReport>, Vec<String>), Diagno
             Some(array) if member.is_file() => {
                 let array = array.to_string();
                 let location = format!("{name}:{member_name}");
-                arrays.push(npy::read(BufReader::with_capacity(1 << 20, member), &array, &location)?);
+                arrays.push(npy::read(BufReader::with_capacity(1 << 20, member), &array, &location, keep)?);
             }
             _ => skipped.push(member_name),
         }

@@ -35,7 +35,7 @@ struct Header {
 }
 
 /// Reads one array, streaming its values.
-pub(super) fn read<R: Read>(mut r: R, array: &str, path: &str) -> Result<ArrayReport, DiagnoseError> {
+pub(super) fn read<R: Read>(mut r: R, array: &str, path: &str, keep: bool) -> Result<ArrayReport, DiagnoseError> {
     let invalid = |message: String| DiagnoseError::Invalid { path: path.to_string(), message };
     let io = |source| DiagnoseError::Io { path: path.to_string(), source };
     let mut lead = [0u8; 8];
@@ -72,7 +72,7 @@ pub(super) fn read<R: Read>(mut r: R, array: &str, path: &str) -> Result<ArrayRe
         return Err(invalid(format!("array {array}: shape {:?} is too large", header.shape)));
     };
     let data_offset = (8 + len_bytes + header_len) as u64;
-    let stats = stream(&mut r, dtype, bytes).map_err(|e| match e {
+    let stats = stream(&mut r, dtype, bytes, keep).map_err(|e| match e {
         Stream::Io(source) => io(source),
         Stream::Short(got) => invalid(format!(
             "array {array}: data ends at offset {} after {got} of {bytes} bytes ({} of {count} values)",
@@ -84,8 +84,25 @@ pub(super) fn read<R: Read>(mut r: R, array: &str, path: &str) -> Result<ArrayRe
         }
     })?;
     let shape = header.shape.clone();
+    let fortran = header.fortran_order;
     let locate = move |position: u64| unravel(position, &header.shape, header.fortran_order);
-    Ok(stats.report(array.to_string(), header.descr.clone(), Some(shape), locate))
+    let mut report = stats.report(array.to_string(), header.descr.clone(), Some(shape.clone()), locate);
+    if let Some(kept) = report.kept.as_mut().filter(|_| fortran) {
+        kept.values = c_order(&kept.values, &shape);
+    }
+    Ok(report)
+}
+
+/// Values of a Fortran-order file in row-major (C) order.
+fn c_order(values: &[f64], shape: &[u64]) -> Vec<f64> {
+    let mut out = vec![0.0; values.len()];
+    for (p, v) in values.iter().enumerate() {
+        let at = super::c_flat(&unravel(p as u64, shape, true), shape) as usize;
+        if let Some(slot) = out.get_mut(at) {
+            *slot = *v;
+        }
+    }
+    out
 }
 
 enum Stream {
@@ -95,10 +112,10 @@ enum Stream {
 }
 
 /// Feeds `bytes` bytes of values to the statistics, 1 MiB at a time.
-fn stream<R: Read>(r: &mut R, dtype: Dtype, bytes: u64) -> Result<Stats, Stream> {
+fn stream<R: Read>(r: &mut R, dtype: Dtype, bytes: u64, keep: bool) -> Result<Stats, Stream> {
     let chunk = ((1 << 20) / dtype.size) * dtype.size;
     let mut buf = vec![0u8; chunk.min(bytes as usize).max(dtype.size)];
-    let mut stats = Stats::default();
+    let mut stats = Stats::new(keep);
     let mut done = 0u64;
     while done < bytes {
         let want = (bytes - done).min(buf.len() as u64) as usize;
@@ -140,7 +157,7 @@ fn value(item: &[u8], d: Dtype, stats: &mut Stats) {
 }
 
 /// Index of the value at file position `p` (C order, or first axis fastest in Fortran order).
-fn unravel(mut p: u64, shape: &[u64], fortran: bool) -> Vec<u64> {
+pub(super) fn unravel(mut p: u64, shape: &[u64], fortran: bool) -> Vec<u64> {
     let mut index = vec![0u64; shape.len()];
     let axes: Vec<usize> = if fortran { (0..shape.len()).collect() } else { (0..shape.len()).rev().collect() };
     for axis in axes {

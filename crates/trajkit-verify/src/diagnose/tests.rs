@@ -177,3 +177,63 @@ fn report_json_never_holds_a_non_finite_number() {
     assert!(serde_json::from_str::<serde_json::Value>(&json).is_ok() && !json.contains("null"), "{json}");
     assert!(json.contains(r#""first_non_finite":{"kind":"NaN","flat_index":0,"index":[]}"#), "{json}");
 }
+
+// Issue 19 item 9: run/rerun agreement and metric margins on
+// `tests/fixtures/numeric/make_agreement.py`'s files (synthetic values, numpy-written); the
+// expected figures are the ones that script prints from `numpy.isclose`.
+
+#[test]
+fn rerun_agreement_locates_the_worst_element_by_index_across_memory_orders() {
+    let g = agree::agreement(&fixture("run_u.npy"), &fixture("rerun_u_fortran.npy"), agree::DEFAULT_TOLERANCE).unwrap();
+    assert!(!g.agree);
+    let a = &g.arrays[0];
+    assert_eq!((a.array.as_str(), a.rerun_array.as_deref()), ("run_u.npy", Some("rerun_u_fortran.npy")));
+    assert_eq!((a.count, a.disagreeing, a.max_abs_diff), (60, 1, Some(0.0010000009046846614)));
+    let w = a.worst.as_ref().unwrap();
+    assert_eq!((w.flat_index, w.index.as_slice()), (41, &[13, 2][..]));
+    assert_eq!((w.run.as_f64(), w.rerun.as_f64()), (Some(1.199963415268209), Some(1.2009634161728937)));
+    // A tolerance wider than the planted error: everything agrees.
+    let loose = agree::Tolerance { rtol: 1e-3, atol: 0.0 };
+    let g = agree::agreement(&fixture("run_u.npy"), &fixture("rerun_u_fortran.npy"), loose).unwrap();
+    assert!(g.agree);
+    assert_eq!(g.arrays[0].disagreeing, 0);
+}
+
+#[test]
+fn metric_files_agree_by_name_and_shapes_must_match() {
+    let g = agree::agreement(&fixture("metrics_run.json"), &fixture("metrics_rerun.json"), agree::DEFAULT_TOLERANCE)
+        .unwrap();
+    let got: Vec<(&str, u64, u64)> = g.arrays.iter().map(|a| (a.array.as_str(), a.count, a.disagreeing)).collect();
+    assert_eq!(got, [("$.drag", 1, 1), ("$.lift", 1, 0), ("$.u_final", 3, 1)]);
+    let w = g.arrays[2].worst.as_ref().unwrap();
+    assert_eq!((w.flat_index, w.index.as_slice(), w.abs_diff), (2, &[2][..], Some(1.0000000000010001e-05)));
+    assert!(!g.agree);
+    // A run against a file of another shape: not compared, named.
+    let g = agree::agreement(&fixture("run_u.npy"), &fixture("velocity_f8_v1.npy"), agree::DEFAULT_TOLERANCE).unwrap();
+    assert_eq!(g.arrays[0].problem.as_deref(), Some("shapes differ: [20, 3] vs [50, 3]"));
+    // NaN never agrees, not even with itself.
+    let g = agree::agreement(&fixture("scalar_nan.npy"), &fixture("scalar_nan.npy"), agree::DEFAULT_TOLERANCE).unwrap();
+    assert_eq!((g.arrays[0].disagreeing, g.arrays[0].worst.as_ref().map(|w| w.run.clone())), (1, Some("NaN".into())));
+}
+
+#[test]
+fn a_margin_must_exceed_the_rerun_disagreement() {
+    let (run, rerun) = (fixture("metrics_run.json"), fixture("metrics_rerun.json"));
+    // drag 0.2981 (rerun 0.2992) passes "below 0.3" by 0.0019 > |run - rerun| = 0.0011.
+    let m = agree::margin(&run, "drag", 0.3, agree::PassIf::Below, 0.0, Some(&rerun)).unwrap();
+    assert_eq!(
+        (m.margin, m.rerun_disagreement, m.holds),
+        (Some(0.0019000000000000128), Some(0.0011000000000000454), true)
+    );
+    assert_eq!(m.relative_margin, Some(0.0019000000000000128 / 0.3));
+    // Below 0.299 it passes by 0.0009, inside the rerun noise.
+    let m = agree::margin(&run, "$.drag", 0.299, agree::PassIf::Below, 0.0, Some(&rerun)).unwrap();
+    assert_eq!((m.findings.as_slice(), m.holds), (&["within_rerun_noise"][..], false));
+    // Above 0.3 it fails outright; a required margin is checked too.
+    let m = agree::margin(&run, "drag", 0.3, agree::PassIf::Above, 0.01, None).unwrap();
+    assert_eq!(m.findings, ["wrong_side", "below_min_margin"]);
+    let err = agree::margin(&run, "u_final", 0.3, agree::PassIf::Above, 0.0, None).unwrap_err().to_string();
+    assert!(err.ends_with("metrics_run.json: $.u_final: 3 values; a metric is one value"), "{err}");
+    let err = agree::margin(&run, "speed", 0.3, agree::PassIf::Above, 0.0, None).unwrap_err().to_string();
+    assert!(err.ends_with("metrics_run.json: no array \"speed\""), "{err}");
+}

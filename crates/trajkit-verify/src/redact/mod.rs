@@ -245,7 +245,11 @@ impl Redactor {
     /// detectors in priority order, then — when nothing else matched — the whole value of a
     /// secret-bearing key. Spans never overlap.
     fn find(&mut self, text: &str, field_kind: Option<&str>) -> Vec<Span> {
-        let mut spans: Vec<Span> = Vec::new();
+        // Placeholders already in the text are held as spans so that nothing overlapping one
+        // is taken for a secret (a key-value detector would otherwise match the placeholder a
+        // first pass wrote, and a second pass would count one secret twice); dropped at the end.
+        let mut spans: Vec<Span> = placeholder_spans(text);
+        let held = spans.len();
         self.find_known(text, &mut spans);
         if self.set.is_match(text) {
             for i in self.set.matches(text).iter() {
@@ -269,6 +273,7 @@ impl Redactor {
                 }
             }
         }
+        spans.drain(..held);
         spans.sort_by_key(|s| s.start);
         spans
     }
@@ -373,6 +378,36 @@ fn query_end(text: &str, start: usize, end: usize) -> usize {
         from = at + 1;
     }
     end
+}
+
+/// Byte ranges of the placeholders (`[REDACTED:kind:n]`) in `text`.
+fn placeholder_spans(text: &str) -> Vec<Span> {
+    const OPEN: &str = "[REDACTED:";
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(i) = text[from..].find(OPEN) {
+        let start = from + i;
+        let rest = &text[start + OPEN.len()..];
+        let end = rest.find(']').filter(|&j| is_placeholder_body(&rest[..j]));
+        match end {
+            Some(j) => {
+                let end = start + OPEN.len() + j + 1;
+                out.push(Span { start, end, kind: String::new() });
+                from = end;
+            }
+            None => from = start + OPEN.len(),
+        }
+    }
+    out
+}
+
+/// `kind:n` with a rule-kind name and a number.
+fn is_placeholder_body(body: &str) -> bool {
+    let Some((kind, n)) = body.rsplit_once(':') else { return false };
+    !kind.is_empty()
+        && kind.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        && !n.is_empty()
+        && n.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// Adds `span` unless it overlaps one already chosen (earlier rules win).

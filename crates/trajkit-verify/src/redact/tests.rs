@@ -196,3 +196,29 @@ fn bad_rules_and_secrets_files_are_named() {
 fn every_builtin_detector_compiles() {
     assert_eq!(Rules::builtin().detectors.len(), rules::BUILTIN.len());
 }
+
+/// Issue 19 item 10: a JSON-quoted secret is one secret replaced once, so the report says
+/// one replacement of one distinct secret, as the output holds one placeholder.
+#[test]
+fn a_json_quoted_secret_is_counted_as_the_one_placeholder_written() {
+    let mut r = Redactor::new(Rules::builtin());
+    let mut report = RedactionReport::default();
+    let mut t = record("a", 1, vec![text(Role::User, r#"{"access_token": "abcd1234efgh5678ijkl"}"#)]);
+    assert_eq!(r.redact_trajectory(&mut t, &mut report).unwrap(), 1);
+    let out = content(&t, 0);
+    assert_eq!(out.matches("[REDACTED:").count(), 1, "{out}");
+    assert!(!out.contains("abcd1234efgh5678ijkl"), "{out}");
+    assert_eq!((report.records_redacted, report.replacements), (1, 1));
+    let totals: Vec<(&str, u64, u64)> =
+        report.kinds.iter().map(|(k, t)| (k.as_str(), t.replacements, t.distinct)).collect();
+    assert_eq!(totals, [("assigned_secret", 1, 1)], "{out}");
+    let f: Vec<(&str, &str, u64, usize)> =
+        report.findings.iter().map(|f| (f.field.as_str(), f.kind.as_str(), f.count, f.placeholders.len())).collect();
+    assert_eq!(f, [("$.steps[0].content", "assigned_secret", 1, 1)]);
+    assert_eq!(out, r#"{"access_token": "[REDACTED:assigned_secret:1]"}"#);
+    // A placeholder already in the text (a redacted input) is never a secret itself.
+    let mut again = record("b", 2, vec![text(Role::User, out)]);
+    assert_eq!(r.redact_trajectory(&mut again, &mut report).unwrap(), 0);
+    let mut field = record("c", 3, vec![call("c1", json!({"password": "[REDACTED:password:4]"}))]);
+    assert_eq!(r.redact_trajectory(&mut field, &mut report).unwrap(), 0);
+}

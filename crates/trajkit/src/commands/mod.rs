@@ -8,6 +8,7 @@ pub mod diagnose;
 pub mod evaluate_actions;
 pub mod export;
 pub mod gallery;
+pub mod gate;
 pub mod inspect;
 pub mod ledger;
 pub mod manifest;
