@@ -117,8 +117,9 @@ pub fn build_with(
     finisher: Option<Finisher>,
 ) -> Result<BuildSummary, LibraryError> {
     opts.split.validate().map_err(|m| LibraryError::Invalid { path: opts.output.clone(), message: m })?;
-    let lock = layout::BuildLock::acquire(&opts.output, opts.wait)?;
+    // Checked before locking, so no lock file is left beside a directory that is refused.
     layout::check_target(&opts.output)?;
+    let lock = layout::BuildLock::acquire(&opts.output, opts.wait)?;
     let registry = match &opts.registry {
         Some(p) => Registry::load(p)?,
         None => Registry::from_inputs(&opts.inputs),
