@@ -146,9 +146,10 @@ mod synthetic {
         );
         assert_eq!(t.steps[3].tool_results[0].call_id, call.id);
         let m = t.steps[2].metrics.as_ref().expect("step metrics");
+        // The per-turn latency (seconds) is the step's duration.
         assert_eq!(
-            (m.prompt_tokens, m.completion_tokens, m.extra.get("latency")),
-            (Some(100), Some(10), Some(&json!(0.5)))
+            (m.prompt_tokens, m.completion_tokens, m.duration_seconds, m.extra.get("latency")),
+            (Some(100), Some(10), Some(0.5), None)
         );
         assert_eq!(t.steps[4].metrics.as_ref().and_then(|m| m.prompt_tokens), Some(120));
         assert_eq!((t.task.key.as_str(), t.task.key_source), ("bfcl/multi_turn_base_0", TaskKeySource::Explicit));

@@ -227,6 +227,8 @@ fn a_trial_directory_is_one_trajectory_with_the_trials_outcome() {
         (m.prompt_tokens, m.cached_tokens, m.completion_tokens, m.cost_usd),
         (Some(2417), Some(0), Some(200), Some(0.0080425))
     );
+    // The agent's execution (00:00:12 → 00:00:50), not the trial's setup and verification.
+    assert_eq!(m.duration_seconds, Some(38.0));
     assert_eq!(t.extra["agent_result"], json!({"rollout_details": null, "metadata": {"n_episodes": 4}}));
     assert_eq!(t.extra["trajectory"]["metrics"]["prompt_tokens"], json!(2417));
     assert_eq!(t.extra["trajectory"]["path"], json!(traj_path));
@@ -343,6 +345,8 @@ fn trials_without_trajectory_with_exceptions_or_several_rewards() {
         (m.prompt_tokens, m.cached_tokens, m.completion_tokens, m.cost_usd),
         (Some(190127), Some(0), Some(9042), None)
     );
+    // Real TrialResult: agent_execution 06:45:19.348047 → 06:47:18.387485.
+    assert_eq!(m.duration_seconds.map(|s| (s * 1e6).round() / 1e6), Some(119.039438));
     assert_eq!(t.extra["agent_result"]["cost_usd"], Value::Null);
     assert_eq!(t.extra["agent_result"]["metadata"]["n_episodes"], json!(17));
     assert_eq!(t.extra["agent_info"], json!({"model_info": null}));

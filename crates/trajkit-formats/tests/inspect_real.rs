@@ -79,6 +79,9 @@ fn an_agent_run_links_tool_results_to_calls_by_id() {
     // version, so it is not a prompt total.
     let m = t.metrics.as_ref().expect("usage");
     assert_eq!((m.prompt_tokens, m.completion_tokens, m.cached_tokens), (None, Some(281), Some(9088)));
+    // `total_time` is the sample's duration; `working_time` stays in extra.
+    assert_eq!(m.duration_seconds, Some(18.517));
+    assert!(!t.extra.contains_key("total_time") && t.extra.contains_key("working_time"));
     assert_eq!((m.extra["input_tokens"].clone(), m.extra["total_tokens"].clone()), (json!(15235), json!(15516)));
     assert_eq!((t.outcome.status, t.outcome.verification), (Status::Success, Verification::SourceEvaluator));
     assert_eq!(t.extra["scores"]["includes"]["value"], json!("C"));

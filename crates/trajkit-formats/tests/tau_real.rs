@@ -87,6 +87,12 @@ fn tau2_simulations_are_records_with_task_key_outcome_and_context() {
     let m = t.metrics.as_ref().expect("costs");
     assert_eq!(m.cost_usd, Some(0.13041750000000002));
     assert_eq!(m.extra.get("user_cost"), Some(&json!(0.07259000000000002)));
+    // The simulation's `duration` is the run's wall clock; start and end times stay in extra.
+    assert_eq!(m.duration_seconds, Some(230.32971491804346));
+    assert!(!t.extra.contains_key("duration"));
+    assert_eq!(t.extra["start_time"], json!("2025-08-10T02:44:06.547392"));
+    // The tau2 commit that ran the simulations is the environment version.
+    assert_eq!(t.task.environment_version.as_deref(), Some("40f46d3540dc95aca145ddecb0464fdd9a1e8c15"));
     // The run info (long texts left out) travels with each record.
     assert_eq!(t.extra["results_info"]["info"]["user_info"]["llm"], json!("gpt-4o"));
     assert!(t.extra["results_info"]["info"]["environment_info"].get("policy").is_none());

@@ -51,7 +51,10 @@ version = "registry-pin"
     // The record's own version wins over the registry's.
     assert!(tau2_rows.iter().all(|r| r["environment_version"] == "40f46d3540dc95aca145ddecb0464fdd9a1e8c15"));
     assert_eq!(
-        column(&lib, "SELECT environment_version || ':' || count(*) FROM trajectories GROUP BY 1 ORDER BY 1"),
+        column(
+            &lib,
+            "SELECT v || ':' || n FROM (SELECT environment_version AS v, count(*) AS n FROM trajectories GROUP BY v) ORDER BY v"
+        ),
         vec!["40f46d3540dc95aca145ddecb0464fdd9a1e8c15:20", "tau2@v1:5", "tau2@v2:5"]
     );
 }

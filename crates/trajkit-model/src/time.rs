@@ -5,6 +5,20 @@
 /// a timestamp without a zone is read as UTC (only differences of two are used).
 /// `None` for anything else.
 pub fn unix_seconds(ts: &str) -> Option<f64> {
+    parts(ts).map(|(whole, fraction)| whole as f64 + fraction)
+}
+
+/// Seconds from `start` to `end` when both parse and the end is not before the start.
+/// Whole seconds and fractions are subtracted apart: no precision is lost to the epoch.
+pub fn seconds_between(start: &str, end: &str) -> Option<f64> {
+    let (a, fa) = parts(start)?;
+    let (b, fb) = parts(end)?;
+    let d = (b - a) as f64 + (fb - fa);
+    (d >= 0.0).then_some(d)
+}
+
+/// Whole seconds since the epoch and the fraction of a second.
+fn parts(ts: &str) -> Option<(i64, f64)> {
     let b = ts.as_bytes();
     if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') || b[13] != b':' {
         return None;
@@ -33,13 +47,7 @@ pub fn unix_seconds(ts: &str) -> Option<f64> {
     }
     let offset = zone_offset(rest)?;
     let days = days_from_civil(year, month, day);
-    Some((days * 86_400 + hour * 3_600 + minute * 60 + second - offset) as f64 + fraction)
-}
-
-/// Seconds from `start` to `end` when both parse and the end is not before the start.
-pub fn seconds_between(start: &str, end: &str) -> Option<f64> {
-    let d = unix_seconds(end)? - unix_seconds(start)?;
-    (d >= 0.0).then_some(d)
+    Some((days * 86_400 + hour * 3_600 + minute * 60 + second - offset, fraction))
 }
 
 /// Offset in seconds of `Z`, `±HH:MM`, `±HHMM` or nothing (UTC).
