@@ -94,8 +94,11 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Option<String>
     };
 
     let input = input_items(&mut params)?;
+    let transitions = response.get("contains_transitions").and_then(Value::as_bool) == Some(true);
+    let output = output_items(&mut response, transitions)?;
+    // A transition already holds the full model input, request input included.
+    let input = if transitions { replayed_input(input, &output)? } else { input };
     let input_len = input.len();
-    let output = output_items(&mut response)?;
     if input_len > 0 {
         if let Some(first) = output.first() {
             if is_prompt_message(first) {
@@ -131,7 +134,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Option<String>
         }
     }
 
-    let rollout_key = rollout_key(&row);
+    let rollout_key = rollout_key(&row, &response);
     let agent_name = row.get("agent_ref").and_then(|a| a.get("name")).and_then(Value::as_str).map(str::to_string);
     let model = take_nonempty_str(&mut response, "model").or_else(|| take_nonempty_str(&mut params, "model"));
     let tools = match take(&mut params, "tools") {
@@ -222,8 +225,7 @@ fn input_items(params: &mut Map<String, Value>) -> Result<Vec<Value>, Problem> {
 }
 
 /// `output` items; for transition lists, the last transition when each extends the previous.
-fn output_items(response: &mut Map<String, Value>) -> Result<Vec<Value>, Problem> {
-    let transitions = response.get("contains_transitions").and_then(Value::as_bool) == Some(true);
+fn output_items(response: &mut Map<String, Value>, transitions: bool) -> Result<Vec<Value>, Problem> {
     let output = match response.remove("output") {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(items)) => items,
@@ -256,6 +258,34 @@ fn output_items(response: &mut Map<String, Value>) -> Result<Vec<Value>, Problem
         }
     }
     Ok(lists.pop().unwrap_or_default())
+}
+
+/// With transitions the conversation is the last transition, which must begin with the
+/// request input (the aviary agent builds each model input from it): the input is then not
+/// prepended again. A last transition that drops or alters it rewrites history.
+fn replayed_input(input: Vec<Value>, conversation: &[Value]) -> Result<Vec<Value>, Problem> {
+    let kept = conversation.len() >= input.len() && input.iter().zip(conversation).all(|(a, b)| same_item(a, b));
+    if kept {
+        return Ok(Vec::new());
+    }
+    Err(Problem::new(
+        Reason::TransitionRewritesHistory,
+        "$.response.output",
+        "the last transition does not begin with the request input: history was rewritten",
+    ))
+}
+
+/// Item equality where a missing `type` means `message` (input items often omit it).
+fn same_item(a: &Value, b: &Value) -> bool {
+    let typed = |v: &Value| match v {
+        Value::Object(m) if !m.contains_key("type") => {
+            let mut m = m.clone();
+            m.insert("type".into(), Value::String("message".into()));
+            Value::Object(m)
+        }
+        other => other.clone(),
+    };
+    a == b || typed(a) == typed(b)
 }
 
 fn is_prompt_message(item: &Value) -> bool {
@@ -467,18 +497,25 @@ fn outcome(row: &mut Map<String, Value>) -> Outcome {
     Outcome { reward, reward_components: components, source: None, status: Default::default(), verification }
 }
 
-/// Rollout key: (`_ng_task_index`, `_ng_rollout_index`) or `ng_trajectory`'s rollout id.
-fn rollout_key(row: &Map<String, Value>) -> Option<String> {
+/// Rollout key: (`_ng_task_index`, `_ng_rollout_index`, `response.id`), else
+/// `ng_trajectory`'s rollout id. The response id tells two collection runs with the same
+/// indices apart; the indices tell apart rows whose producer reuses one response id.
+fn rollout_key(row: &Map<String, Value>, response: &Map<String, Value>) -> Option<String> {
     if let (Some(t), Some(r)) = (row.get("_ng_task_index"), row.get("_ng_rollout_index")) {
         if !t.is_null() && !r.is_null() {
-            return Some(format!("task {t} rollout {r}"));
+            return Some(match scalar(response.get("id")) {
+                Some(id) => format!("task {t} rollout {r} response {id}"),
+                None => format!("task {t} rollout {r}"),
+            });
         }
     }
     let traj = row.get("ng_trajectory")?;
-    ["rollout_id", "id"]
-        .iter()
-        .find_map(|k| traj.get(*k).filter(|v| v.is_string() || v.is_number()))
-        .map(|v| format!("ng_trajectory {v}"))
+    ["rollout_id", "id"].iter().find_map(|k| scalar(traj.get(*k))).map(|v| format!("ng_trajectory {v}"))
+}
+
+/// A string or number usable as an identity (rendered as JSON), else None.
+fn scalar(v: Option<&Value>) -> Option<&Value> {
+    v.filter(|v| v.is_string() || v.is_number())
 }
 
 /// Where rollouts name their task explicitly, in order of preference.

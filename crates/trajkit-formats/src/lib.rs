@@ -39,6 +39,7 @@ pub mod tau2;
 pub mod tau_bench;
 pub mod toolbench;
 pub mod traces;
+pub mod truncation;
 
 pub use error::FormatError;
 pub use input::{discover, InputFile};

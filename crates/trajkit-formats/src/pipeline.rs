@@ -742,6 +742,7 @@ fn process(
             if let Some(table) = outcomes {
                 table.join(&mut trajectory);
             }
+            crate::truncation::mark_truncated_observations(&mut trajectory);
             match seal_and_serialize(&mut trajectory, canonical, bytes.len()) {
                 Ok(out) => Ok(Accepted {
                     counts: TrajectoryCounts::of(&trajectory),

@@ -12,6 +12,7 @@ type Row = (&'static str, u64, u64, u64, u64, u64, u64, &'static [(&'static str,
 const FIGURES: &[Row] = &[
     ("anyswe_agent__example_rollouts_hermes.jsonl", 5, 5, 141, 68, 0, 0, &[], &[]),
     ("aviary__example_rollouts.jsonl", 5, 5, 33, 13, 0, 0, &[], &[]),
+    ("aviary_gsm8k__example_rollouts.jsonl", 2, 2, 8, 3, 0, 0, &[], &[]),
     ("aviary_hotpotqa__example_rollouts.jsonl", 5, 5, 41, 14, 0, 0, &[], &[]),
     ("bbq__example_rollouts.jsonl", 5, 0, 0, 0, 0, 5, &[("not_a_rollout", 5)], &[]),
     ("blackjack__example_rollouts.jsonl", 5, 5, 24, 0, 0, 0, &[], &[]),
@@ -274,5 +275,122 @@ mod synthetic {
         assert_eq!(call.arguments, serde_json::json!("{oops"));
         let kinds: Vec<&str> = t.gaps.iter().map(|g| g.kind.as_str()).collect();
         assert_eq!(kinds, ["result_without_call", "unanswered_tool_call", "invalid_tool_arguments"]);
+    }
+}
+
+mod rollout_identity {
+    //! The rollout key is (task index, rollout index, response id): real lines combined as a
+    //! collector would write them.
+    use super::common::{read, real};
+    use std::io::Write;
+
+    fn lines(name: &str) -> Vec<String> {
+        let text = std::fs::read_to_string(real(&format!("gym/{name}"))).expect("fixture");
+        text.lines().map(str::to_string).collect()
+    }
+
+    fn file(lines: &[String]) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("runs_rollouts.jsonl");
+        let mut f = std::fs::File::create(&path).expect("create");
+        for l in lines {
+            writeln!(f, "{l}").expect("write");
+        }
+        (dir, path)
+    }
+
+    /// Two collection runs appended to one file: ether0 and example_multi_turn_gymnasium both
+    /// use task indices 0-4 with rollout index 0, each row under its own response id.
+    #[test]
+    fn two_collection_runs_with_the_same_indices_all_load() {
+        let mut all = lines("ether0__example_rollouts.jsonl");
+        all.extend(lines("example_multi_turn_gymnasium__example_rollouts.jsonl"));
+        let (_d, p) = file(&all);
+        let c = read(&[p]);
+        let r = &c.reports[0];
+        assert_eq!((r.records, r.trajectories, r.duplicate_records, r.rejected), (10, 10, 0, 0));
+    }
+
+    /// The same run appended twice is the same rollouts recorded twice: loaded once, counted.
+    #[test]
+    fn a_run_appended_twice_loads_once() {
+        let mut all = lines("ether0__example_rollouts.jsonl");
+        all.extend(lines("ether0__example_rollouts.jsonl"));
+        let (_d, p) = file(&all);
+        let c = read(&[p]);
+        let r = &c.reports[0];
+        assert_eq!((r.records, r.trajectories, r.duplicate_records, r.rejected), (10, 5, 5, 0));
+    }
+
+    /// The reverse (derived from a real line): the same indices and response id with a
+    /// different reward is one rollout recorded two ways, and the later row is rejected.
+    #[test]
+    fn the_same_triple_with_different_bytes_conflicts() {
+        let first = lines("ether0__example_rollouts.jsonl").remove(0);
+        let mut row: serde_json::Value = serde_json::from_str(&first).expect("json");
+        row["reward"] = serde_json::json!(0.5);
+        let (_d, p) = file(&[first, row.to_string()]);
+        let c = read(&[p]);
+        let r = &c.reports[0];
+        assert_eq!((r.records, r.trajectories, r.rejected), (2, 1, 1));
+        assert_eq!(c.rejections[0].reason.as_str(), "conflicting_rollout");
+        assert_eq!(c.rejections[0].line, Some(2));
+    }
+}
+
+mod aviary_transitions {
+    //! aviary_gsm8k: each transition is the full model input after one environment step.
+    use super::common::{from_file, read, real};
+    use serde_json::json;
+    use std::io::Write;
+    use trajkit_model::Role;
+
+    #[test]
+    fn the_last_transition_is_the_conversation() {
+        let c = read(&[real("gym/aviary_gsm8k__example_rollouts.jsonl")]);
+        let t = from_file(&c, "aviary_gsm8k")[1];
+        let roles: Vec<Role> = t.steps.iter().map(|s| s.role).collect();
+        use Role::*;
+        assert_eq!(roles, [User, Assistant, Tool, Assistant, Tool], "two transitions, the second extends the first");
+        let calls: Vec<(&str, &serde_json::Value)> =
+            t.steps.iter().flat_map(|s| &s.tool_calls).map(|c| (c.name.as_str(), &c.arguments)).collect();
+        assert_eq!(
+            calls,
+            [("calculator", &json!({"expr": "12 * (50/60)"})), ("submit_answer", &json!({"answer": "$10"}))]
+        );
+        assert_eq!(t.outcome.reward, Some(-1.0));
+        assert_eq!(t.agent.name.as_deref(), Some("gsm8k_aviary_agent"));
+        assert!(t.gaps.is_empty());
+    }
+
+    /// Derived from real line 1: the request input the aviary agent built the first model
+    /// input from. Each transition already holds it, so it is not prepended again.
+    fn with_input(input: serde_json::Value) -> super::common::Collected {
+        let text = std::fs::read_to_string(real("gym/aviary_gsm8k__example_rollouts.jsonl")).expect("fixture");
+        let mut row: serde_json::Value = serde_json::from_str(text.lines().next().expect("line")).expect("json");
+        row["responses_create_params"]["input"] = input;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("aviary_rollouts.jsonl");
+        writeln!(std::fs::File::create(&path).expect("create"), "{row}").expect("write");
+        read(&[path])
+    }
+
+    #[test]
+    fn request_input_that_the_transitions_replay_is_not_doubled() {
+        let question = "Julie is reading a 120-page book. Yesterday, she was able to read 12 pages and today, she read twice as many pages as yesterday. If she wants to read half of the remaining pages tomorrow, how many pages should she read?";
+        let c = with_input(json!([{"role": "user", "content": question}]));
+        assert!(c.rejections.is_empty(), "{:?}", c.rejections.first().map(|r| &r.problems));
+        let t = &c.trajectories[0];
+        let roles: Vec<Role> = t.steps.iter().map(|s| s.role).collect();
+        assert_eq!(roles, [Role::User, Role::Assistant, Role::Tool]);
+        assert_eq!(t.steps[0].content, Some(json!(question)));
+    }
+
+    #[test]
+    fn a_transition_that_drops_the_request_input_rewrites_history() {
+        let c = with_input(json!([{"role": "user", "content": "a different question"}]));
+        assert!(c.trajectories.is_empty());
+        assert_eq!(c.rejections[0].reason.as_str(), "transition_rewrites_history");
+        assert_eq!(c.rejections[0].problems[0].json_path, "$.response.output");
     }
 }

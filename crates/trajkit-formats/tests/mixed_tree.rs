@@ -52,6 +52,7 @@ const FORMATS: &[(&str, Option<&str>)] = &[
     ("codex/codemie/rollout-2026-05-11T13-28-45-019e1695-0522-7c83-8b39-0dd379793f80.jsonl", Some("codex")),
     ("gym/anyswe_agent__example_rollouts_hermes.jsonl", Some("gym")),
     ("gym/aviary__example_rollouts.jsonl", Some("gym")),
+    ("gym/aviary_gsm8k__example_rollouts.jsonl", Some("gym")),
     ("gym/aviary_hotpotqa__example_rollouts.jsonl", Some("gym")),
     ("gym/bbq__example_rollouts.jsonl", Some("gym")),
     ("gym/blackjack__example_rollouts.jsonl", Some("gym")),
@@ -151,4 +152,36 @@ fn a_mixed_tree_of_every_family_is_detected_file_by_file() {
             Some(_) => assert!(r.error.is_none(), "{}: {:?}", r.path, r.error),
         }
     }
+}
+
+/// The `truncated_observation` rule measured on every real fixture (docs/record.md): one
+/// observation is cut by its collector — ToolBench's DFS run, whose collector stops an
+/// observation at a fixed length (1,024 characters of a JSON payload, then "...") — while 15
+/// carry the harness's announced clip (`<response clipped><NOTE>`), which is what the model
+/// saw and is not a gap.
+#[test]
+fn truncated_observations_on_every_real_fixture() {
+    let c = read(&[real("")]);
+    let flagged: Vec<(String, Option<usize>, Option<String>)> = c
+        .trajectories
+        .iter()
+        .flat_map(|t| t.gaps.iter().filter(|g| g.kind.as_str() == "truncated_observation").map(move |g| (t, g)))
+        .map(|(t, g)| (t.provenance.path.rsplit('/').next().unwrap_or("").to_string(), g.step, g.detail.clone()))
+        .collect();
+    let want =
+        [("10_ChatGPT_DFS_woFilter_w2.json".to_string(), Some(3), Some("JSON payload cut mid-value".to_string()))];
+    assert_eq!(flagged, want);
+    let counted: u64 = c.reports.iter().filter_map(|r| r.gaps.get("truncated_observation")).sum();
+    assert_eq!(counted, 1, "counted in the file reports (coverage)");
+    let announced: usize = c
+        .trajectories
+        .iter()
+        .flat_map(|t| &t.steps)
+        .flat_map(|s| {
+            let own = (s.role == trajkit_model::Role::Tool).then_some(s.content.as_ref()).flatten();
+            s.tool_results.iter().filter_map(|r| r.content.as_ref()).chain(own)
+        })
+        .filter(|v| v.to_string().contains("<response clipped><NOTE>"))
+        .count();
+    assert_eq!(announced, 15);
 }

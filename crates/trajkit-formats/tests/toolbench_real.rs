@@ -11,7 +11,7 @@ type Row = (&'static str, u64, u64, u64, u64, &'static [(&'static str, u64)], &'
 /// file, records, trajectories, steps, tool_calls, reasons, gaps (figures checked with
 /// python: 7 train messages + the Finish observation from the tree; 5 queries).
 const FIGURES: &[Row] = &[
-    ("10_ChatGPT_DFS_woFilter_w2.json", 1, 1, 8, 3, &[], &[]),
+    ("10_ChatGPT_DFS_woFilter_w2.json", 1, 1, 8, 3, &[], &[("truncated_observation", 1)]),
     ("G1_query.json", 5, 0, 0, 0, &[("not_a_rollout", 5)], &[]),
 ];
 
@@ -57,7 +57,9 @@ fn the_answer_is_the_taken_path_with_the_finish_observation_from_the_tree() {
         (finish.extra.get("observation_code"), finish.extra.get("source")),
         (Some(&json!(3)), Some(&json!("tree")))
     );
-    assert!(t.gaps.is_empty());
+    // The collector stopped the first observation at 1,024 characters and closed it with "...".
+    let gaps: Vec<(&str, Option<usize>)> = t.gaps.iter().map(|g| (g.kind.as_str(), g.step)).collect();
+    assert_eq!(gaps, [("truncated_observation", Some(3))]);
     assert_eq!(t.id, "toolbench-76a77721640045e0");
 }
 

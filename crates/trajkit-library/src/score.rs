@@ -7,8 +7,14 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use trajkit_model::{GapKind, Role, Status, Step, Trajectory, Verification};
 
 /// Gap kinds that mean content is missing or cut short: such a record is not complete.
-pub const INCOMPLETE_GAPS: [GapKind; 4] =
-    [GapKind::NoSteps, GapKind::IncompleteGeneration, GapKind::UnresolvedSubagentRef, GapKind::UnresolvedContinuation];
+/// A truncated observation counts: the decisions after it acted on output the record lacks.
+pub const INCOMPLETE_GAPS: [GapKind; 5] = [
+    GapKind::NoSteps,
+    GapKind::IncompleteGeneration,
+    GapKind::UnresolvedSubagentRef,
+    GapKind::UnresolvedContinuation,
+    GapKind::TruncatedObservation,
+];
 
 /// Tier names, in order; a row's `quality_tier` indexes this list.
 pub const TIERS: [&str; 5] = ["invalid", "valid", "sft", "sft_outcome_reported", "sft_outcome_verified"];

@@ -462,6 +462,9 @@ pub enum GapKind {
     /// A branch of the source's message tree that the kept conversation does not follow
     /// (a rewound, edited or retried turn); its lines are not steps.
     AbandonedBranch,
+    /// A tool observation the collector cut short (a truncation marker, or a JSON payload
+    /// cut mid-value); the record lacks part of what the tool returned.
+    TruncatedObservation,
 }
 
 impl GapKind {
@@ -478,11 +481,12 @@ impl GapKind {
             GapKind::InvalidToolArguments => "invalid_tool_arguments",
             GapKind::OutcomeConflict => "outcome_conflict",
             GapKind::AbandonedBranch => "abandoned_branch",
+            GapKind::TruncatedObservation => "truncated_observation",
         }
     }
 
     /// Every gap kind, for documentation and tests.
-    pub const ALL: [GapKind; 10] = [
+    pub const ALL: [GapKind; 11] = [
         GapKind::UnansweredToolCall,
         GapKind::ResultWithoutCall,
         GapKind::DuplicateToolCallId,
@@ -493,6 +497,7 @@ impl GapKind {
         GapKind::InvalidToolArguments,
         GapKind::OutcomeConflict,
         GapKind::AbandonedBranch,
+        GapKind::TruncatedObservation,
     ];
 }
 
