@@ -9,7 +9,7 @@ seconds=${FUZZ_SECONDS:-15}
 seed=${FUZZ_SEED:-1}
 cargo build -p trajkit-fuzz --locked --quiet
 status=0
-for target in formats canonical zip parquet sqlite npy; do
+for target in formats canonical zip parquet sqlite npy redact; do
   target/debug/trajkit-fuzz "$target" --seconds "$seconds" --seed "$seed" || status=1
 done
 exit "$status"

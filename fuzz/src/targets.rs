@@ -17,7 +17,7 @@ pub struct Seed {
 }
 
 /// Every target's name, in the order `fuzz/run.sh` runs them.
-pub const TARGETS: &[&str] = &["formats", "canonical", "zip", "parquet", "sqlite", "npy"];
+pub const TARGETS: &[&str] = &["formats", "canonical", "zip", "parquet", "sqlite", "npy", "redact"];
 
 /// The seeds of a target from the repository's fixtures (`repo` is the repository root).
 pub fn seeds(target: &str, repo: &Path) -> Result<Vec<Seed>, String> {
@@ -36,6 +36,7 @@ pub fn seeds(target: &str, repo: &Path) -> Result<Vec<Seed>, String> {
         "parquet" => vec![parquet_seed(&real.join("gym/tau2__example_rollouts.jsonl"))?],
         "sqlite" => pick(&|p| p.ends_with(".sqlite")),
         "npy" => walk(&repo.join("tests/fixtures/numeric")).iter().filter_map(|p| read_seed(p)).collect(),
+        "redact" => pick(&|p| p.ends_with(".json") || p.ends_with(".jsonl") || p.ends_with(".traj")),
         other => return Err(format!("unknown target {other:?}; targets: {}", TARGETS.join(", "))),
     };
     if seeds.is_empty() {
@@ -51,6 +52,7 @@ pub fn run(target: &str, name: &str, input: &[u8], scratch: &Path) -> u64 {
         "canonical" => canonical(input).hash(&mut h),
         "sqlite" => sqlite(input, scratch).hash(&mut h),
         "npy" => npy(name, input, scratch).hash(&mut h),
+        "redact" => redact(input).hash(&mut h),
         _ => pipeline(name, input, scratch).hash(&mut h),
     }
     h.finish()
@@ -124,6 +126,30 @@ fn npy(name: &str, input: &[u8], scratch: &Path) -> String {
     }
     match trajkit_verify::diagnose::diagnose(&path) {
         Ok(r) => format!("ok {} {} {}", r.arrays.len(), r.skipped.len(), r.has_non_finite()),
+        Err(e) => format!("err {}", error_class(&e.to_string())),
+    }
+}
+
+/// Format-preserving redaction (`trajkit redact --preserve-format`) of any bytes: when
+/// nothing is replaced the output must be the input, byte for byte (a panic otherwise).
+fn redact(input: &[u8]) -> String {
+    use trajkit_verify::redact::{RedactionReport, Redactor, Rules};
+    // One redactor for the run (compiling the detectors per input would be most of the time);
+    // the secrets it learns carry over, as they do across the files of one `redact` run.
+    static REDACTOR: std::sync::Mutex<Option<Redactor>> = std::sync::Mutex::new(None);
+    let mut guard = REDACTOR.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let redactor = guard.get_or_insert_with(|| Redactor::new(Rules::builtin()));
+    let mut report = RedactionReport::default();
+    let mut out = Vec::new();
+    match redactor.redact_json_text("input", input, &mut out, &mut report) {
+        Ok(0) => {
+            assert!(out == input, "redaction with no replacement changed the bytes");
+            "none".into()
+        }
+        Ok(n) => {
+            let kinds: Vec<&String> = report.kinds.keys().collect();
+            format!("{} {kinds:?}", n.min(4))
+        }
         Err(e) => format!("err {}", error_class(&e.to_string())),
     }
 }
