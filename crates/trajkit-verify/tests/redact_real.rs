@@ -208,3 +208,79 @@ fn on_the_untouched_real_fixtures_only_displayed_passwords_are_replaced() {
     let mention = report.findings.iter().find(|f| f.field == "$.steps[2].content").expect("earlier mention");
     assert_eq!(mention.placeholders, ["[REDACTED:password:3]"]);
 }
+
+struct Ignore;
+
+impl Sink for Ignore {
+    fn trajectory(&mut self, _: &InputFile, _: Option<&Trajectory>, _: Option<&[u8]>) {}
+}
+
+/// The per-file figures `trajkit inspect --json` prints, without the path.
+fn inspect(path: &Path) -> serde_json::Value {
+    let (files, errors) = discover(&[path.to_path_buf()]);
+    assert!(errors.is_empty(), "{errors:?}");
+    let opts = Options { format: None, canonical: false, records: false, outcomes: None, analyze: None };
+    let reports = read_inputs(files, &opts, &mut Ignore).expect("read");
+    let mut v = serde_json::to_value(&reports).expect("json");
+    for r in v.as_array_mut().expect("array") {
+        r["path"] = serde_json::Value::Null;
+    }
+    v
+}
+
+#[test]
+fn format_preserving_redaction_changes_only_the_secret_bytes_of_real_files() {
+    // The same plants as above, redacted in the files' own format (docs/redaction.md,
+    // `--preserve-format`): the output is the planted file with exactly the secrets (and for
+    // `password=`, the value) replaced, byte for byte, and reads with the same figures.
+    let password = common::secret("password");
+    let secrets = [
+        common::secret("openai_key"),
+        common::secret("github_classic"),
+        format!("password={password}"),
+        common::secret("openai_key"),
+        format!("Bearer {}", common::secret("jwt")),
+    ];
+    let placeholders = [
+        "[REDACTED:openai_key:1]",
+        "[REDACTED:github_token:1]",
+        "password=[REDACTED:password:1]",
+        "[REDACTED:openai_key:1]",
+        "Bearer [REDACTED:jwt:1]",
+    ]
+    .map(String::from);
+    let dir = tempfile::tempdir().unwrap();
+    let mut redactor = Redactor::new(Rules::builtin());
+    let mut report = RedactionReport::default();
+    let mut counts = Vec::new();
+    for rel in FILES {
+        let original = real(rel);
+        let text = std::fs::read_to_string(&original).unwrap();
+        let (planted, n) = plant(&text, " the ", &secrets);
+        let (expected, _) = plant(&text, " the ", &placeholders);
+        let mut out = Vec::new();
+        let replaced = redactor.redact_json_text(rel, planted.as_bytes(), &mut out, &mut report).unwrap();
+        assert!(out == expected.as_bytes(), "{rel}: bytes other than the secrets changed");
+        let redacted = dir.path().join(original.file_name().unwrap());
+        std::fs::write(&redacted, &out).unwrap();
+        assert_eq!(inspect(&redacted), inspect(&original), "{rel}: figures changed");
+        counts.push((*rel, n, replaced));
+    }
+    // Every plant replaced exactly once, in the source's own bytes.
+    assert_eq!(
+        counts,
+        [
+            ("gym/tau2__example_rollouts.jsonl", 25, 25),
+            ("atif/claude-code-pass-v1.7.trajectory.json", 46, 46),
+            ("claude_code/spotter/tool_heavy.jsonl", 17, 17),
+            ("swe_agent_traj/function_calling_simple.traj", 42, 42),
+            ("openhands_events/basic.json", 24, 24),
+        ]
+    );
+    assert_eq!((report.records, report.records_redacted, report.replacements), (5, 5, 154));
+    let first = &report.findings[0];
+    assert_eq!(
+        (first.file.as_str(), first.line, first.field.as_str()),
+        (FILES[0], Some(1), "$.responses_create_params.input[0].content")
+    );
+}

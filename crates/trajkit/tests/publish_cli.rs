@@ -357,4 +357,63 @@ fn diagnose_rerun_agreement_and_metric_margin() {
     let two = trajkit(&["diagnose", s(&run), s(&rerun), "--rerun", s(&rerun)]);
     assert_eq!(two.status.code(), Some(2));
     assert_eq!(trajkit(&["diagnose", s(&run), "--metric", "drag"]).status.code(), Some(2));
+
+#[test]
+fn redact_preserve_format_rewrites_real_files_in_their_own_format() {
+    use std::io::{Read, Write};
+    // A real Gym file (gzip) and a real ATIF document, each with a SYNTHETIC key planted in
+    // a message (shaped like a GitHub token; never a real credential).
+    let key = format!("ghp_{}", "Zq7x".repeat(9));
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in");
+    std::fs::create_dir_all(input.join("gym")).unwrap();
+    let gym = std::fs::read_to_string(real("gym/tau2__example_rollouts.jsonl")).unwrap();
+    let planted_gym = gym.replacen(" the ", &format!(" the {key} "), 3);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(planted_gym.as_bytes()).unwrap();
+    std::fs::write(input.join("gym/tau2.jsonl.gz"), gz.finish().unwrap()).unwrap();
+    let atif = std::fs::read_to_string(real("atif/claude-code-pass-v1.7.trajectory.json")).unwrap();
+    let planted_atif = atif.replacen(" the ", &format!(" the {key} "), 2);
+    std::fs::write(input.join("run.trajectory.json"), &planted_atif).unwrap();
+    let out = dir.path().join("out");
+    let report = dir.path().join("report.json");
+    let r = trajkit(&["redact", "--preserve-format", s(&input), "-o", s(&out), "--report", s(&report)]);
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
+    assert_eq!(
+        text(&r.stderr),
+        format!("github_token: 5 replaced (1 distinct)\nwrote 2 files to {} (2 redacted, 5 replacements, 0 files not written)\n", out.display())
+    );
+    let placeholder = " the [REDACTED:github_token:1] ";
+    let mut gym_out = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(out.join("gym/tau2.jsonl.gz")).unwrap())
+        .read_to_string(&mut gym_out)
+        .unwrap();
+    assert!(gym_out == gym.replacen(" the ", placeholder, 3), "gym bytes changed beyond the secret");
+    let atif_out = std::fs::read_to_string(out.join("run.trajectory.json")).unwrap();
+    assert!(atif_out == atif.replacen(" the ", placeholder, 2), "ATIF bytes changed beyond the secret");
+    // The redacted files read with the figures of the originals.
+    let figures = |p: &Path| {
+        let r = trajkit(&["inspect", "--json", s(p)]);
+        text(&r.stdout)
+            .lines()
+            .map(|l| {
+                let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+                v["path"] = serde_json::Value::Null;
+                v
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(figures(&out.join("gym/tau2.jsonl.gz")), figures(&real("gym/tau2__example_rollouts.jsonl")));
+    assert_eq!(figures(&out.join("run.trajectory.json")), figures(&real("atif/claude-code-pass-v1.7.trajectory.json")));
+    let rep = std::fs::read_to_string(&report).unwrap();
+    assert!(!rep.contains(&key) && rep.contains("\"replacements\": 5"), "{rep}");
+    // A Parquet file cannot be rewritten byte for byte: refused by name, the rest written.
+    std::fs::write(input.join("rows.parquet"), b"PAR1").unwrap();
+    let r = trajkit(&["redact", "--preserve-format", s(&input), "-o", s(&out)]);
+    assert_eq!(r.status.code(), Some(1));
+    assert!(
+        text(&r.stderr).contains("rows.parquet: Parquet and .eval (zip) files cannot be rewritten in place"),
+        "{}",
+        text(&r.stderr)
+    );
 }

@@ -4,6 +4,7 @@
 //! contain a secret) stays linked. The report says what kind was replaced where and how
 //! often, never the secret. Rules and guarantees: docs/redaction.md.
 
+mod preserve;
 pub mod rules;
 
 use std::collections::{BTreeMap, HashMap, HashSet};

@@ -99,6 +99,40 @@ pub fn secret(slot: &str) -> String {
         "django_secret" => {
             format!("django-insecure-{}", r.pick(b"abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*(-_=+)", 50))
         }
+        "twilio_key" => format!("SK{}", r.pick(HEX, 32)),
+        "openrouter_key" => format!("sk-or-v1-{}", r.pick(HEX, 64)),
+        "langfuse_key" => format!(
+            "sk-lf-{}-{}-{}-{}-{}",
+            r.pick(HEX, 8),
+            r.pick(HEX, 4),
+            r.pick(HEX, 4),
+            r.pick(HEX, 4),
+            r.pick(HEX, 12)
+        ),
+        "langsmith_key" => format!("lsv2_pt_{}_{}", r.pick(HEX, 32), r.pick(HEX, 10)),
+        "gitlab_runner" => format!("glrt-{}", r.pick(B64URL, 20)),
+        "slack_app" => format!("xapp-1-A{}-{}-{}", r.pick(UPPER_DIGITS, 10), r.pick(DIGITS, 13), r.pick(HEX, 64)),
+        "google_oauth_secret" => format!("GOCSPX-{}", r.pick(B64URL, 28)),
+        "stripe_webhook" => format!("whsec_{}", r.pick(B62, 32)),
+        "mailchimp_key" => format!("{}-us{}", r.pick(HEX, 32), 1 + r.next() % 20),
+        "shopify_token" => format!("shpat_{}", r.pick(HEX, 32)),
+        "pypi_token" => format!("pypi-AgEIcHlwaS5vcmc{}", r.pick(B64URL, 70)),
+        "digitalocean_token" => format!("dop_v1_{}", r.pick(HEX, 64)),
+        "databricks_token" => format!("dapi{}", r.pick(HEX, 32)),
+        "square_token" => format!("EAAA{}", r.pick(B64URL, 60)),
+        "atlassian_token" => format!("ATATT3{}", r.pick(B64URL, 186)),
+        "linear_key" => format!("lin_api_{}", r.pick(B62, 40)),
+        "postman_key" => format!("PMAK-{}-{}", r.pick(HEX, 24), r.pick(HEX, 34)),
+        "newrelic_key" => format!("NRAK-{}", r.pick(UPPER_DIGITS, 27)),
+        "doppler_token" => format!("dp.pt.{}", r.pick(B62, 43)),
+        "vault_token" => format!("hvs.{}", r.pick(B64URL, 91)),
+        "supabase_token" => format!("sbp_{}", r.pick(HEX, 40)),
+        "grafana_token" => format!("glsa_{}_{}", r.pick(B62, 32), r.pick(HEX, 8)),
+        "sentry_token" => format!("sntrys_{}", r.pick(B64, 80)),
+        "perplexity_key" => format!("pplx-{}", r.pick(B62, 48)),
+        "notion_token" => format!("ntn_{}", r.pick(B62, 46)),
+        "telegram_bot_token" => format!("{}:AA{}", 10_000_000 + r.next() % 89_999_999, r.pick(B64URL, 33)),
+        "age_secret_key" => format!("AGE-SECRET-KEY-1{}", r.pick(b"QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", 58)),
         other => panic!("no generator for slot kind {other}"),
     }
 }

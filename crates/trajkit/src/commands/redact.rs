@@ -1,6 +1,7 @@
 //! `trajkit redact`: canonical records with secrets replaced by consistent placeholders
 //! (docs/redaction.md). Reads any supported source format, and canonical records
-//! (`trajkit convert` output) as they are.
+//! (`trajkit convert` output) as they are; `--preserve-format` rewrites raw JSON files in
+//! their own format instead.
 
 use std::io::{BufRead, Read, Write};
 use std::path::{Path, PathBuf};
@@ -21,6 +22,7 @@ pub struct RedactArgs {
     #[command(flatten)]
     read: ReadArgs,
     /// Output: canonical JSON Lines (.gz/.zst by extension, `-` for standard output); atomic.
+    /// With `--preserve-format`, the directory the rewritten files go to.
     #[arg(short, long)]
     output: PathBuf,
     /// Literal secrets to replace, one per line (at least 4 characters each).
@@ -32,6 +34,10 @@ pub struct RedactArgs {
     /// Also write the report (kind, file, record, field, count; never a secret) as JSON.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
+    /// Rewrite each input file in its own format and compression under the directory `-o`,
+    /// replacing only the secrets inside JSON string values (every other byte kept).
+    #[arg(long)]
+    preserve_format: bool,
 }
 
 /// Where redacted records go, and what happened on the way.
@@ -108,6 +114,9 @@ pub fn run(args: &RedactArgs) -> Result<u8> {
         rules.load_secrets(p)?;
     }
     let threads = init_threads(&args.read)?;
+    if args.preserve_format {
+        return run_preserving(args, rules, threads);
+    }
     let (files, missing) = discover(&args.read.paths);
     for m in &missing {
         eprintln!("trajkit: error: {m}");
@@ -214,6 +223,88 @@ fn read_canonical(file: &InputFile, sink: &mut Redacting) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `--preserve-format`: each input file rewritten under the output directory at its path
+/// below its argument (a file argument: its name), in its own compression, with only the
+/// secrets inside JSON strings replaced. Parquet and `.eval` (zip) files cannot be rewritten
+/// byte for byte and are refused by name.
+fn run_preserving(args: &RedactArgs, rules: Rules, threads: usize) -> Result<u8> {
+    if args.read.paths.iter().any(|p| p.as_os_str() == "-") || args.output.as_os_str() == "-" {
+        bail!("--preserve-format reads and writes files: standard input and output are not supported");
+    }
+    let mut redactor = Redactor::new(rules);
+    let mut report = RedactionReport::default();
+    let (mut written, mut failed) = (0u64, 0u64);
+    for arg in &args.read.paths {
+        let (files, missing) = discover(std::slice::from_ref(arg));
+        for m in &missing {
+            eprintln!("trajkit: error: {m}");
+            failed += 1;
+        }
+        for file in &files {
+            let target = args.output.join(preserved_path(arg, &file.fs_path));
+            match redact_preserving(file, &target, &mut redactor, &mut report, threads) {
+                Ok(()) => written += 1,
+                Err(e) => {
+                    eprintln!("trajkit: {}: {e:#}", file.display);
+                    failed += 1;
+                }
+            }
+        }
+    }
+    if written == 0 {
+        eprintln!("trajkit: nothing could be read; nothing written");
+        return Ok(2);
+    }
+    if let Some(p) = &args.report {
+        write_report(&report, p)?;
+    }
+    for (kind, t) in &report.kinds {
+        eprintln!("{kind}: {} replaced ({} distinct)", t.replacements, t.distinct);
+    }
+    eprintln!(
+        "wrote {written} files to {} ({} redacted, {} replacements, {failed} files not written)",
+        args.output.display(),
+        report.records_redacted,
+        report.replacements
+    );
+    Ok(u8::from(failed > 0))
+}
+
+/// Where a file found under `arg` goes below the output directory: its path below the
+/// argument, or its name when the argument is the file (never a path from inside the data).
+fn preserved_path(arg: &Path, file: &Path) -> PathBuf {
+    match file.strip_prefix(arg) {
+        Ok(rel) if !rel.as_os_str().is_empty() => rel.to_path_buf(),
+        _ => file.file_name().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("input")),
+    }
+}
+
+/// Rewrites one file to `target` (atomically, compressed like the input).
+fn redact_preserving(
+    file: &InputFile,
+    target: &Path,
+    redactor: &mut Redactor,
+    report: &mut RedactionReport,
+    threads: usize,
+) -> Result<()> {
+    let name = trajkit_formats::input::logical_name(&file.fs_path);
+    if name.ends_with(".parquet") || name.ends_with(".eval") {
+        bail!("Parquet and .eval (zip) files cannot be rewritten in place; redact them to canonical records instead");
+    }
+    if let (Ok(a), Ok(b)) = (file.fs_path.canonicalize(), target.canonicalize()) {
+        if a == b {
+            bail!("the output {} is the input itself", target.display());
+        }
+    }
+    if let Some(dir) = target.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let input = trajkit_formats::input::open(file)?;
+    let mut out = AtomicOutput::create(target, threads)?;
+    redactor.redact_json_text(&file.display, input, &mut out, report)?;
+    out.finish()
 }
 
 fn write_report(report: &RedactionReport, path: &Path) -> Result<()> {
