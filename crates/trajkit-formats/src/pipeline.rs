@@ -310,11 +310,7 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize) -> P
     // read are kept only for standard input, which cannot be read twice).
     let inconclusive = claim.as_ref().is_none_or(|(_, d)| d.confidence < 50);
     let skeleton = if forced.is_none() && inconclusive && peek.len() >= PEEK_BYTES && !plan.parquet {
-        let mut whole = std::mem::take(&mut peek);
-        let _ = (&mut reader).take(limit.saturating_sub(whole.len()) as u64).read_to_end(&mut whole);
-        let sk = skeleton_peek(&whole);
-        peek = whole;
-        sk
+        read_skeleton(&mut reader, &mut peek, limit)
     } else {
         None
     };
@@ -361,6 +357,27 @@ struct SkeletonPeek {
     bytes: Vec<u8>,
     first_line: Option<serde_json::Value>,
     more: bool,
+}
+
+/// Reads on after the peek (into `bytes`) until the first JSON value is complete, doubling
+/// what is read each time (so the scans cost about twice the value's size), at most to the
+/// record limit; then builds its skeleton.
+fn read_skeleton(reader: &mut dyn BufRead, bytes: &mut Vec<u8>, limit: usize) -> Option<SkeletonPeek> {
+    if let Some(sk) = skeleton_peek(bytes) {
+        return Some(sk);
+    }
+    let mut want = bytes.len();
+    while bytes.len() < limit {
+        want = (want * 2).min(limit);
+        let before = bytes.len();
+        if (&mut *reader).take((want - before) as u64).read_to_end(bytes).is_err() || bytes.len() == before {
+            return skeleton_peek(bytes);
+        }
+        if let Some(sk) = skeleton_peek(bytes) {
+            return Some(sk);
+        }
+    }
+    None
 }
 
 /// Builds the skeleton of the first JSON value of `bytes`, when it is complete.
