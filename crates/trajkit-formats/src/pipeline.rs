@@ -690,7 +690,7 @@ pub fn too_large_problem(limit: usize) -> Problem {
 
 /// `128 MiB`, or bytes below one MiB.
 fn human_size(bytes: usize) -> String {
-    if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
         format!("{} MiB", bytes >> 20)
     } else {
         format!("{bytes} bytes")
