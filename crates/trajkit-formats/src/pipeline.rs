@@ -500,8 +500,17 @@ impl Producer {
                 self.batch.buf.truncate(start);
                 return Err(format!("{}: read failed: {}", file.display, e));
             }
-            if self.batch.buf.len() - start > self.limit {
+            // A zip archive (Inspect `.eval`) is held compressed, as large as it is on disk:
+            // its members are the records, each bounded by the limit as it is inflated.
+            let zip = self.batch.buf[start..].starts_with(b"PK\x03\x04");
+            if zip && self.batch.buf.len() - start > self.limit {
+                if let Err(e) = reader.read_to_end(&mut self.batch.buf) {
+                    self.batch.buf.truncate(start);
+                    return Err(format!("{}: read failed: {}", file.display, e));
+                }
+            } else if self.batch.buf.len() - start > self.limit {
                 self.batch.buf.truncate(start);
+                self.batch.buf.shrink_to(BATCH_BYTES + (1 << 20));
                 self.too_large(idx, None, Some(0));
                 return self.send_if_full().map_err(|_| String::new());
             }
@@ -590,8 +599,10 @@ impl Producer {
             };
             let end = self.batch.buf.len();
             if end - line_start > self.limit {
-                // Too large: stop holding it, and skip to the end of the line unread.
+                // Too large: stop holding it (and the memory it grew), and skip to the end
+                // of the line unread.
                 self.batch.buf.truncate(line_start);
+                self.batch.buf.shrink_to(BATCH_BYTES + (1 << 20));
                 line_no += 1;
                 self.too_large(idx, Some(line_no), None);
                 match skip_line(reader) {
