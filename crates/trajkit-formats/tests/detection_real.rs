@@ -108,7 +108,7 @@ fn every_document_family_is_detected_with_its_keys_last_in_a_multi_mib_document(
         let bytes = std::fs::read(&doc).expect("read");
         let Some(padded) = keys_last(&bytes) else { continue };
         let copy = tmp.path().join(doc.strip_prefix(&root).expect("inside"));
-        std::fs::write(&copy, &padded).expect("write");
+        std::fs::write(&copy, &padded).unwrap_or_else(|e| panic!("write {}: {e}", copy.display()));
         let rewritten = read(std::slice::from_ref(&copy));
         std::fs::write(&copy, &bytes).expect("restore");
         assert_eq!(figures(&rewritten.reports[0]), figures(before), "{}", doc.display());
