@@ -310,11 +310,7 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize) -> P
     // read are kept only for standard input, which cannot be read twice).
     let inconclusive = claim.as_ref().is_none_or(|(_, d)| d.confidence < 50);
     let skeleton = if forced.is_none() && inconclusive && peek.len() >= PEEK_BYTES && !plan.parquet {
-        let mut whole = std::mem::take(&mut peek);
-        let _ = (&mut reader).take(limit.saturating_sub(whole.len()) as u64).read_to_end(&mut whole);
-        let sk = skeleton_peek(&whole);
-        peek = whole;
-        sk
+        read_skeleton(&mut reader, &mut peek, limit)
     } else {
         None
     };
@@ -361,6 +357,27 @@ struct SkeletonPeek {
     bytes: Vec<u8>,
     first_line: Option<serde_json::Value>,
     more: bool,
+}
+
+/// Reads on after the peek (into `bytes`) until the first JSON value is complete, doubling
+/// what is read each time (so the scans cost about twice the value's size), at most to the
+/// record limit; then builds its skeleton.
+fn read_skeleton(reader: &mut dyn BufRead, bytes: &mut Vec<u8>, limit: usize) -> Option<SkeletonPeek> {
+    if let Some(sk) = skeleton_peek(bytes) {
+        return Some(sk);
+    }
+    let mut want = bytes.len();
+    while bytes.len() < limit {
+        want = (want * 2).min(limit);
+        let before = bytes.len();
+        if (&mut *reader).take((want - before) as u64).read_to_end(bytes).is_err() || bytes.len() == before {
+            return skeleton_peek(bytes);
+        }
+        if let Some(sk) = skeleton_peek(bytes) {
+            return Some(sk);
+        }
+    }
+    None
 }
 
 /// Builds the skeleton of the first JSON value of `bytes`, when it is complete.
@@ -483,8 +500,17 @@ impl Producer {
                 self.batch.buf.truncate(start);
                 return Err(format!("{}: read failed: {}", file.display, e));
             }
-            if self.batch.buf.len() - start > self.limit {
+            // A zip archive (Inspect `.eval`) is held compressed, as large as it is on disk:
+            // its members are the records, each bounded by the limit as it is inflated.
+            let zip = self.batch.buf[start..].starts_with(b"PK\x03\x04");
+            if zip && self.batch.buf.len() - start > self.limit {
+                if let Err(e) = reader.read_to_end(&mut self.batch.buf) {
+                    self.batch.buf.truncate(start);
+                    return Err(format!("{}: read failed: {}", file.display, e));
+                }
+            } else if self.batch.buf.len() - start > self.limit {
                 self.batch.buf.truncate(start);
+                self.batch.buf.shrink_to(BATCH_BYTES + (1 << 20));
                 self.too_large(idx, None, Some(0));
                 return self.send_if_full().map_err(|_| String::new());
             }
@@ -573,8 +599,10 @@ impl Producer {
             };
             let end = self.batch.buf.len();
             if end - line_start > self.limit {
-                // Too large: stop holding it, and skip to the end of the line unread.
+                // Too large: stop holding it (and the memory it grew), and skip to the end
+                // of the line unread.
                 self.batch.buf.truncate(line_start);
+                self.batch.buf.shrink_to(BATCH_BYTES + (1 << 20));
                 line_no += 1;
                 self.too_large(idx, Some(line_no), None);
                 match skip_line(reader) {
@@ -673,7 +701,7 @@ pub fn too_large_problem(limit: usize) -> Problem {
 
 /// `128 MiB`, or bytes below one MiB.
 fn human_size(bytes: usize) -> String {
-    if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
         format!("{} MiB", bytes >> 20)
     } else {
         format!("{bytes} bytes")

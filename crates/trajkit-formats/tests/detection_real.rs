@@ -108,7 +108,7 @@ fn every_document_family_is_detected_with_its_keys_last_in_a_multi_mib_document(
         let bytes = std::fs::read(&doc).expect("read");
         let Some(padded) = keys_last(&bytes) else { continue };
         let copy = tmp.path().join(doc.strip_prefix(&root).expect("inside"));
-        std::fs::write(&copy, &padded).expect("write");
+        std::fs::write(&copy, &padded).unwrap_or_else(|e| panic!("write {}: {e}", copy.display()));
         let rewritten = read(std::slice::from_ref(&copy));
         std::fs::write(&copy, &bytes).expect("restore");
         assert_eq!(figures(&rewritten.reports[0]), figures(before), "{}", doc.display());
@@ -135,4 +135,30 @@ fn every_document_family_is_detected_with_its_keys_last_in_a_multi_mib_document(
         ("toolbench", 2),
     ];
     assert_eq!(got, want, "families and documents covered");
+}
+
+/// The reported case with real content only: a SWE-agent `.traj` whose `trajectory` list
+/// (the real one, repeated to 4 MB) comes first, so `history` and `info` lie past 1 MiB.
+#[test]
+fn a_multi_mib_swe_agent_traj_with_its_trajectory_first_is_detected() {
+    let src = real("swe_agent_traj/pydicom__pydicom-1458.traj");
+    let doc: serde_json::Map<String, Value> =
+        serde_json::from_slice(&std::fs::read(&src).expect("read")).expect("json");
+    let steps = doc["trajectory"].as_array().expect("trajectory list").clone();
+    let mut repeated = Vec::new();
+    while Value::Array(repeated.clone()).to_string().len() < 4_000_000 {
+        repeated.extend(steps.iter().cloned());
+    }
+    let mut out = format!("{{\"trajectory\":{}", Value::Array(repeated));
+    for (k, v) in doc.iter().filter(|(k, _)| *k != "trajectory") {
+        out.push_str(&format!(",{}:{v}", Value::String(k.clone())));
+    }
+    out.push('}');
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let path = tmp.path().join("pydicom__pydicom-1458.traj");
+    std::fs::write(&path, out).expect("write");
+    let c = read(&[path]);
+    let r = &c.reports[0];
+    let got = (r.format.as_deref(), r.records, r.trajectories, r.steps, r.tool_calls, r.rejected);
+    assert_eq!(got, (Some("swe-agent"), 1, 1, 26, 12, 0));
 }
