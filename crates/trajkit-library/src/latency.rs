@@ -24,7 +24,7 @@ pub fn duration_seconds(t: &Trajectory) -> Option<f64> {
     }
     let mut stamps = own().filter_map(|s| s.timestamp.as_deref());
     let first = stamps.next()?;
-    let last = stamps.last()?;
+    let last = stamps.next_back()?;
     seconds_between(first, last)
 }
 
@@ -42,25 +42,37 @@ pub fn by_source_model(conn: &Connection, path: &Path) -> Result<Value, LibraryE
     let rows = st
         .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?, r.get::<_, Option<f64>>(2)?)))
         .map_err(sql)?;
-    let mut groups: Vec<((String, Option<String>), u64, Vec<f64>)> = Vec::new();
+    let mut groups: Vec<Group> = Vec::new();
     for row in rows {
         let (source, model, d) = row.map_err(sql)?;
-        let key = (source, model);
-        if groups.last().is_none_or(|g| g.0 != key) {
-            groups.push((key, 0, Vec::new()));
+        if groups.last().is_none_or(|g| g.source != source || g.model != model) {
+            groups.push(Group { source, model, attempts: 0, sorted: Vec::new() });
         }
         if let Some(g) = groups.last_mut() {
-            g.1 += 1;
-            g.2.extend(d);
+            g.attempts += 1;
+            g.sorted.extend(d);
         }
     }
-    Ok(Value::Array(
-        groups.into_iter().map(|((source, model), attempts, d)| group(source, model, attempts, &d)).collect(),
-    ))
+    Ok(Value::Array(groups.into_iter().map(Group::figures).collect()))
 }
 
-/// One group's figures; `sorted` holds its durations in ascending order.
-fn group(source: String, model: Option<String>, attempts: u64, sorted: &[f64]) -> Value {
+/// The attempts of one source and model, with their durations in ascending order.
+struct Group {
+    source: String,
+    model: Option<String>,
+    attempts: u64,
+    sorted: Vec<f64>,
+}
+
+impl Group {
+    /// The group's figures as `summary.json` shows them.
+    fn figures(self) -> Value {
+        let Group { source, model, attempts, sorted } = self;
+        figures(source, model, attempts, &sorted)
+    }
+}
+
+fn figures(source: String, model: Option<String>, attempts: u64, sorted: &[f64]) -> Value {
     let n = sorted.len();
     let at = |q: f64| (n > 0).then(|| round3(sorted[((n - 1) as f64 * q).floor() as usize]));
     json!({

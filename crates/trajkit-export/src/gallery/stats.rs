@@ -344,6 +344,11 @@ mod tests {
             prompt_tokens: None,
             completion_tokens: None,
             cost_usd: None,
+            environment_version: None,
+            interaction_digest: String::new(),
+            duplicate_outcomes_disagree: false,
+            duration_seconds: None,
+            cached_tokens: None,
         }
     }
 

@@ -95,6 +95,11 @@ pub fn row(t: &Trajectory, source: &str, status: &str, split: &str) -> Row {
         prompt_tokens: metrics.and_then(|m| m.prompt_tokens),
         completion_tokens: metrics.and_then(|m| m.completion_tokens),
         cost_usd: metrics.and_then(|m| m.cost_usd),
+        environment_version: None,
+        interaction_digest: t.content_digest.clone(),
+        duplicate_outcomes_disagree: false,
+        duration_seconds: None,
+        cached_tokens: metrics.and_then(|m| m.cached_tokens),
     }
 }
 

@@ -128,6 +128,11 @@ fn row(t: &Trajectory, spec: &Spec, shard_line: u64) -> Row {
         prompt_tokens: t.metrics.as_ref().and_then(|m| m.prompt_tokens),
         completion_tokens: t.metrics.as_ref().and_then(|m| m.completion_tokens),
         cost_usd: t.metrics.as_ref().and_then(|m| m.cost_usd),
+        environment_version: None,
+        interaction_digest: t.content_digest.clone(),
+        duplicate_outcomes_disagree: false,
+        duration_seconds: None,
+        cached_tokens: t.metrics.as_ref().and_then(|m| m.cached_tokens),
     }
 }
 
