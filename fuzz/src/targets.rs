@@ -74,7 +74,8 @@ fn pipeline(name: &str, input: &[u8], scratch: &Path) -> String {
         return "write failed".into();
     }
     let (files, _) = discover(&[path]);
-    let opts = Options { format: None, canonical: true, records: true, outcomes: None, analyze: None };
+    let opts =
+        Options { format: None, canonical: true, records: true, outcomes: None, analyze: None, ..Options::default() };
     let mut sink = Count(0);
     match read_inputs(files, &opts, &mut sink) {
         Ok(reports) => reports
@@ -196,7 +197,8 @@ fn canonical_seeds(real: &Path) -> Result<Vec<Seed>, String> {
         }
     }
     let (files, _) = discover(&[real.to_path_buf()]);
-    let opts = Options { format: None, canonical: true, records: false, outcomes: None, analyze: None };
+    let opts =
+        Options { format: None, canonical: true, records: false, outcomes: None, analyze: None, ..Options::default() };
     let mut keep = Keep(Vec::new());
     read_inputs(files, &opts, &mut keep).map_err(|e| e.to_string())?;
     Ok(keep.0)

@@ -219,7 +219,8 @@ impl Sink for Ignore {
 fn inspect(path: &Path) -> serde_json::Value {
     let (files, errors) = discover(&[path.to_path_buf()]);
     assert!(errors.is_empty(), "{errors:?}");
-    let opts = Options { format: None, canonical: false, records: false, outcomes: None, analyze: None };
+    let opts =
+        Options { format: None, canonical: false, records: false, outcomes: None, analyze: None, ..Options::default() };
     let reports = read_inputs(files, &opts, &mut Ignore).expect("read");
     let mut v = serde_json::to_value(&reports).expect("json");
     for r in v.as_array_mut().expect("array") {

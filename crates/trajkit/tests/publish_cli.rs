@@ -357,6 +357,7 @@ fn diagnose_rerun_agreement_and_metric_margin() {
     let two = trajkit(&["diagnose", s(&run), s(&rerun), "--rerun", s(&rerun)]);
     assert_eq!(two.status.code(), Some(2));
     assert_eq!(trajkit(&["diagnose", s(&run), "--metric", "drag"]).status.code(), Some(2));
+}
 
 #[test]
 fn redact_preserve_format_rewrites_real_files_in_their_own_format() {
