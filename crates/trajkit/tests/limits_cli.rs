@@ -107,7 +107,7 @@ fn converted_and_redacted_output_reads_back_and_builds_the_same_library() {
         assert!(lib.join("index.sqlite").exists() || out.status.code().is_some_and(|c| c <= 1));
     }
     let rows = |lib: &Path| {
-        let sql = "SELECT id, format, path, line, document_index, task_key, split, status, reward, steps, \
+        let sql = "SELECT id, format, line, document_index, task_key, split, status, reward, steps, \
                    tool_calls, quality_tier, training_eligible, content_digest, duplicate_group_size, task_rank \
                    FROM trajectories ORDER BY id";
         let out = trajkit(&["query", lib.to_str().expect("utf-8"), sql, "--json"]);
@@ -117,4 +117,18 @@ fn converted_and_redacted_output_reads_back_and_builds_the_same_library() {
     let (a, b) = (rows(&lib_a), rows(&lib_b));
     assert!(!a.is_empty());
     assert!(a == b, "rows differ:\n{}\n---\n{}", String::from_utf8_lossy(&a), String::from_utf8_lossy(&b));
+    // Paths: the build names the files it reads relative to their source root; canonical
+    // records keep the path their provenance holds (the file as `convert` was given it).
+    let paths = |lib: &Path| {
+        let sql = "SELECT path FROM trajectories ORDER BY id";
+        let out = trajkit(&["query", lib.to_str().expect("utf-8"), sql, "--json"]);
+        let text = String::from_utf8(out.stdout).expect("utf-8");
+        text.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json")["path"].to_string()).collect::<Vec<_>>()
+    };
+    let (pa, pb) = (paths(&lib_a), paths(&lib_b));
+    assert_eq!(pa.len(), pb.len());
+    for (a, b) in pa.iter().zip(&pb) {
+        let (a, b) = (a.trim_matches('"'), b.trim_matches('"'));
+        assert!(b == format!("{src_s}/{a}"), "{b} is not {src_s}/{a}");
+    }
 }
