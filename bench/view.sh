@@ -35,7 +35,7 @@ if [ ! -f "$lib/build.json" ]; then
   "$bin" build "$corpus" -o "$lib" --quiet || [ $? -eq 1 ]
 fi
 sidecar="$work/.lib-$mb.trajkit-view.sqlite"
-rm -f "$sidecar"
+[ -n "${KEEP_SIDECAR:-}" ] || rm -f "$sidecar"
 echo "corpus $(du -sm --apparent-size "$corpus" | cut -f1) MiB; library $(du -sm "$lib" | cut -f1) MiB;" \
   "$("$bin" query "$lib" "SELECT count(*) AS trajectories FROM trajectories" --json)"
 
@@ -87,8 +87,10 @@ for _ in range(n):
     col = rng.choice(["all", "all", "calls", "results", "message"])
     times.append(get("/search?" + urllib.parse.urlencode({"q": q, "in": col, "page": rng.randint(1, 5)}))[0])
 report("search", times)
-times = [get("/trajectory?id=bench-long-1000")[0] for _ in range(max(5, n // 20))]
-_, body = get("/trajectory?id=bench-long-1000")
+_, body = get("/list?sort=steps&order=desc")
+long_id = body.split('href="/trajectory?id=')[1].split('"')[0].replace("&amp;", "&")
+times = [get("/trajectory?id=" + long_id)[0] for _ in range(max(5, n // 20))]
+_, body = get("/trajectory?id=" + long_id)
 print(f"1,000-step page: {len(body) / 2**20:.1f} MiB HTML")
 report("1,000-step trajectory page", times)
 ids = []
