@@ -391,18 +391,18 @@ impl Ctx {
     fn step(&mut self, i: usize, step: &Step, plan: &Plan, t: &Trajectory, anchored: bool) -> Html {
         let max = self.limits.max_text_chars;
         let mut out = Html::new();
-        out.raw("<li");
-        if anchored {
-            out.raw(" id=\"e").num(self.n).raw("-step").num(i as u64).raw("\"");
-        }
-        out.raw(" class=\"step role-").raw(step.role.as_str());
+        out.raw("<li class=\"step role-").raw(step.role.as_str());
         if step.subagent {
             out.raw(" sidechain");
         }
         if step.copied_context {
             out.raw(" copied");
         }
-        out.raw("\">");
+        out.raw("\"");
+        if anchored {
+            out.raw(" id=\"e").num(self.n).raw("-step").num(i as u64).raw("\"");
+        }
+        out.raw(">");
         step_head(&mut out, i, step, t);
         if let Some(r) = &step.reasoning {
             out.raw("<details class=\"reasoning\"><summary>Reasoning · ").num(r.chars().count() as u64);
