@@ -58,6 +58,13 @@ impl Library {
         Ok(Rows { path, lines: reader.lines(), line: 0 })
     }
 
+    /// The canonical record of `row`, read from its shard (decompressed up to its line).
+    /// For one record at a time (the viewer); streaming readers use [`Library::records`].
+    pub fn record_at(&self, row: &Row) -> Result<Trajectory, LibraryError> {
+        let mut records = Records { root: self.root.clone(), rows: Rows::empty(), shard: None, keep: |_: &Row| true };
+        records.record_for(row)
+    }
+
     /// Streams every row together with its canonical record.
     pub fn records(&self) -> Result<Records, LibraryError> {
         self.records_where(|_| true)
@@ -76,6 +83,14 @@ pub struct Rows {
     path: PathBuf,
     lines: Lines<Box<dyn BufRead + Send>>,
     line: u64,
+}
+
+impl Rows {
+    /// No rows (for a single-record reader that needs no row stream).
+    fn empty() -> Rows {
+        let reader: Box<dyn BufRead + Send> = Box::new(std::io::empty());
+        Rows { path: PathBuf::new(), lines: reader.lines(), line: 0 }
+    }
 }
 
 impl Iterator for Rows {

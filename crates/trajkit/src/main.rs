@@ -123,6 +123,8 @@ enum Command {
         #[command(flatten)]
         redaction: commands::redaction::RedactArgs,
     },
+    /// Browse, search and compare a library in the browser (a local, read-only web app).
+    View(commands::view::ViewArgs),
     /// Export a library as training or evaluation data (OpenAI/TRL JSONL, ShareGPT, Parquet, ATIF).
     Export(commands::export::ExportArgs),
     /// Score next-action predictions against a held-out assistant-turn export or canonical records.
@@ -184,6 +186,7 @@ fn main() -> ExitCode {
         Command::Gallery { library, output, examples_per_source, redaction } => {
             commands::gallery::run(&library, &output, examples_per_source, &redaction)
         }
+        Command::View(args) => commands::view::run(&args),
         Command::Export(args) => commands::export::run(&args),
         Command::EvaluateActions(args) => commands::evaluate_actions::run(&args),
         Command::State { command } => commands::state::run(&command),

@@ -6,11 +6,11 @@
 //! (counters and a few ids per source are kept, never the records), then the records are
 //! read until the chosen ones are found. The page stays within [`GalleryOptions::max_bytes`].
 
-mod charts;
+pub mod charts;
 pub mod html;
-mod page;
-mod render;
-mod stats;
+pub mod page;
+pub mod render;
+pub mod stats;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -118,7 +118,9 @@ pub fn render_gallery(lib: &Library, opts: &GalleryOptions) -> Result<(String, G
     }
     let name = opts.title.map_or_else(|| library_name(lib.root()), str::to_string);
     let head = page::head(&name);
-    let summary_html = page::summary(&summary);
+    let mut summary_html = Html::new();
+    page::nav(&mut summary_html, &summary);
+    summary_html.append(&page::summary(&summary));
     let budget =
         opts.max_bytes.saturating_sub(head.len() + summary_html.len() + CHROME_BYTES + sources_bytes(&summary));
     let plan = plan_examples(&summary, sampler, budget);

@@ -10,7 +10,8 @@ use super::stats::{Class, Summary};
 /// Rows of the sources table; the rest are counted in one line.
 pub const MAX_SOURCE_ROWS: usize = 200;
 
-const CSS: &str = r#"
+/// The stylesheet of the gallery, shared by the viewer (`trajkit-view`).
+pub const CSS: &str = r#"
 :root{--fg:#1f2328;--muted:#656d76;--line:#d0d7de;--bg:#f6f8fa;--ok:#1a7f37;--bad:#cf222e;--unk:#6e7781}
 *{box-sizing:border-box}
 body{margin:0;font:14px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans",sans-serif;color:var(--fg);background:#fff}
@@ -69,6 +70,7 @@ pre.json{white-space:pre-wrap;word-break:break-word;max-height:20em;overflow:aut
 .subagent-item{margin:0 0 10px}.subagent{border:1px dashed #8250df;border-radius:8px;padding:6px 10px;background:#fdfaff}
 .subagent ol.steps{padding:8px 0 0 8px}
 .note{color:var(--muted);font-style:italic}
+.gap{list-style:none;margin:0 0 10px;padding:4px 12px;border-left:4px dashed #d4a72c;color:#7d4e00;font-size:13px}
 .trunc{display:inline-block;margin-left:4px;color:#7d4e00;background:#fff8c5;border-radius:4px;padding:0 4px;font-style:normal;font-family:system-ui,sans-serif;font-size:12px}
 footer{margin-top:40px;color:var(--muted);font-size:12px;border-top:1px solid var(--line);padding-top:10px}
 "#;
@@ -85,7 +87,7 @@ pub fn head(library_name: &str) -> Html {
 }
 
 /// Links to the summary and to each source's examples (ids `src-N` in page order).
-fn nav(h: &mut Html, s: &Summary) {
+pub fn nav(h: &mut Html, s: &Summary) {
     h.raw("<nav><a href=\"#summary\">Summary</a> Examples:");
     for (i, (name, _)) in s.sources_in_page_order().iter().take(MAX_SOURCE_ROWS).enumerate() {
         let (short, cut) = clip(name, 40);
@@ -102,10 +104,9 @@ fn figure(out: &mut Html, id: &'static str, label: &'static str, value: u64) {
     out.raw("<div><dt>").raw(label).raw("</dt><dd id=\"").raw(id).raw("\">").num(value).raw("</dd></div>");
 }
 
-/// The summary: headline figures, charts, splits, verification and the sources table.
+/// The summary (after the gallery's [`nav`]): headline figures, charts, splits, verification and the sources table.
 pub fn summary(s: &Summary) -> Html {
     let mut h = Html::new();
-    nav(&mut h, s);
     h.raw("<section id=\"summary\"><h2>Summary</h2><dl class=\"figures\">");
     figure(&mut h, "fig-trajectories", "trajectories", s.trajectories);
     figure(&mut h, "fig-tasks", "tasks", s.tasks());

@@ -47,6 +47,48 @@ pub fn example(n: u64, row: &Row, t: &Trajectory, limits: Limits) -> Html {
     out
 }
 
+/// The top-level steps of `t` as one fragment each (anchors prefixed `e{n}-`, gaps at
+/// their step), for views that lay steps out themselves (the viewer's side-by-side).
+/// Subagents are named, not nested; the steps past `max_steps` or the budget are left out.
+pub fn step_blocks(n: u64, t: &Trajectory, limits: Limits) -> Vec<Html> {
+    let mut ctx = Ctx { n, limits, remaining: limits.budget, next_call: 0, next_sub: 0, anchored: HashSet::new() };
+    let shown = t.steps.len().min(limits.max_steps);
+    let plan = ctx.plan(t, shown);
+    let mut blocks = Vec::with_capacity(shown);
+    for (i, step) in t.steps[..shown].iter().enumerate() {
+        let mut block = ctx.step(i, step, &plan, t, true);
+        gaps_at(&mut block, t, Some(i));
+        if !ctx.fits(&block) {
+            break;
+        }
+        blocks.push(block);
+    }
+    blocks
+}
+
+/// The gaps of `t` recorded at step `at` (`None`: those without a step), one list item each.
+fn gaps_at(out: &mut Html, t: &Trajectory, at: Option<usize>) {
+    for gap in t.gaps.iter().filter(|g| g.step == at) {
+        out.raw("<li class=\"gap\"><span class=\"badge warn\">gap ").raw(gap.kind.as_str()).raw("</span> ");
+        if let Some(detail) = &gap.detail {
+            let (short, cut) = clip(detail, FACT_CHARS);
+            out.text(short);
+            if cut > 0 {
+                out.raw("…");
+            }
+        }
+        out.raw("</li>\n");
+    }
+}
+
+/// The header of an example alone (title, badges, facts, provenance, instruction), for
+/// views that place the conversation themselves.
+pub fn header_html(row: &Row, t: &Trajectory, max_chars: usize) -> Html {
+    let mut out = Html::new();
+    header(&mut out, row, t, max_chars);
+    out
+}
+
 fn header(out: &mut Html, row: &Row, t: &Trajectory, max_chars: usize) {
     out.raw("<header><h3 class=\"ex-title\">");
     title(out, t);
@@ -272,7 +314,8 @@ impl Ctx {
         let mut placed = vec![false; t.subagents.len()];
         let mut stopped = false;
         'steps: for (i, step) in t.steps[..shown].iter().enumerate() {
-            let block = self.step(i, step, &plan, t);
+            let mut block = self.step(i, step, &plan, t, depth == 0);
+            gaps_at(&mut block, t, Some(i));
             if !self.fits(&block) {
                 stopped = true;
                 break;
@@ -296,6 +339,13 @@ impl Ctx {
         }
         if t.steps.is_empty() {
             out.raw("<li class=\"note\">This trajectory has no steps.</li>");
+        }
+        if !stopped {
+            let mut rest = Html::new();
+            gaps_at(&mut rest, t, None);
+            if self.fits(&rest) {
+                out.append(&rest);
+            }
         }
         for (j, sub) in t.subagents.iter().enumerate() {
             if !placed[j] && !stopped && !self.subagent(&mut out, sub, plan.sub_numbers[j], depth) {
@@ -336,7 +386,9 @@ impl Ctx {
         true
     }
 
-    fn step(&mut self, i: usize, step: &Step, plan: &Plan, t: &Trajectory) -> Html {
+    /// One step; `anchored` gives it the id `e{n}-step{i}` (top level only: subagent
+    /// step numbers repeat), so a search hit can link to it.
+    fn step(&mut self, i: usize, step: &Step, plan: &Plan, t: &Trajectory, anchored: bool) -> Html {
         let max = self.limits.max_text_chars;
         let mut out = Html::new();
         out.raw("<li class=\"step role-").raw(step.role.as_str());
@@ -346,7 +398,11 @@ impl Ctx {
         if step.copied_context {
             out.raw(" copied");
         }
-        out.raw("\">");
+        out.raw("\"");
+        if anchored {
+            out.raw(" id=\"e").num(self.n).raw("-step").num(i as u64).raw("\"");
+        }
+        out.raw(">");
         step_head(&mut out, i, step, t);
         if let Some(r) = &step.reasoning {
             out.raw("<details class=\"reasoning\"><summary>Reasoning · ").num(r.chars().count() as u64);

@@ -21,6 +21,7 @@ pub mod schema;
 pub mod state;
 pub mod stats;
 pub mod validate;
+pub mod view;
 
 use anyhow::{bail, Result};
 use trajkit_formats::{discover, FileReport, InputFile, Options, Sink};

@@ -1,0 +1,154 @@
+//! The viewer as a person uses it: the server on a free port, headless Chromium (Debian
+//! `chromium`) loads the overview, a filtered list, a search, the hit it opens, the
+//! result a call links to, and the side-by-side view; each DOM (`--dump-dom`) is checked,
+//! and a screenshot must not be blank. Without chromium the test prints why and passes,
+//! unless TRAJKIT_REQUIRE_CHROMIUM=1 (CI) makes a missing browser a failure.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use support::{as_text, serve, HOSTILE};
+use trajkit_view::ViewOptions;
+
+fn chromium() -> Option<PathBuf> {
+    let found = std::env::var_os("PATH")
+        .and_then(|paths| std::env::split_paths(&paths).map(|d| d.join("chromium")).find(|p| p.is_file()));
+    if found.is_none() {
+        let required = std::env::var("TRAJKIT_REQUIRE_CHROMIUM").is_ok_and(|v| v == "1");
+        assert!(!required, "TRAJKIT_REQUIRE_CHROMIUM=1 but no chromium on PATH (apt-get install chromium)");
+        eprintln!("skipped: chromium is not installed (apt-get install chromium)");
+    }
+    found
+}
+
+/// Headless chromium on `url` with `args`; its stdout. Killed after 120 s.
+fn chromium_run(bin: &Path, url: &str, args: &[String]) -> String {
+    let profile = tempfile::tempdir().expect("profile dir");
+    let out = profile.path().join("stdout");
+    let mut child = Command::new(bin)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run"])
+        .arg(format!("--user-data-dir={}", profile.path().join("p").display()))
+        .args(args)
+        .arg(url)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).expect("stdout file"))
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start chromium");
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            assert!(status.success(), "chromium exited with {status}");
+            break;
+        }
+        if start.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium did not finish in 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::fs::read_to_string(out).expect("dom")
+}
+
+/// The DOM chromium built for `url`.
+fn dom(bin: &Path, url: &str) -> String {
+    chromium_run(bin, url, &["--dump-dom".to_string()])
+}
+
+/// The first `href` in `dom` starting with `prefix`, decoded from the DOM's `&amp;`.
+fn href(dom: &str, prefix: &str) -> String {
+    let needle = format!("href=\"{prefix}");
+    let i = dom.find(&needle).unwrap_or_else(|| panic!("no link {prefix}")) + "href=\"".len();
+    dom[i..].split('"').next().unwrap_or_default().replace("&amp;", "&")
+}
+
+#[test]
+fn a_person_browses_filters_searches_opens_follows_and_compares() {
+    let Some(bin) = chromium() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_, server) = serve(dir.path(), ViewOptions::default());
+    let base = format!("http://{}", server.addr());
+
+    // The overview.
+    let overview = dom(&bin, &format!("{base}/"));
+    assert!(overview.contains("<dd id=\"fig-trajectories\">39</dd>"));
+    assert_eq!(overview.matches("<svg").count(), 4);
+
+    // Filter the list the way the form submits it (GET with the chosen values).
+    let list_url = href(&overview, "/list?source=nemo-gym");
+    let list = dom(&bin, &format!("{base}{list_url}&outcome=success&sort=steps&order=desc"));
+    assert!(list.contains("<p id=\"count\">16 trajectories match.</p>"), "filtered list");
+    assert!(list.contains("<option value=\"success\" selected=\"\">success</option>"), "the form keeps the filter");
+
+    // Type a search (the form's GET), open the first hit at its step.
+    let hits = dom(&bin, &format!("{base}/search?q=zebraquartz&in=all"));
+    assert!(hits.contains("<p id=\"count\">1 matching steps.</p>"));
+    let hit = href(&hits, "/trajectory?id=");
+    assert!(hit.ends_with("#e1-step3"), "{hit}");
+    let page = dom(&bin, &format!("{base}{hit}"));
+    assert!(page.contains("id=\"e1-step3\""), "the hit's step is on the page");
+    for h in HOSTILE {
+        assert!(page.contains(&as_text(h)), "shown as text: {h}");
+    }
+    for injected in ["<script", "<img", "<iframe", "<svg onload"] {
+        assert!(!page.contains(injected), "injected element: {injected}");
+    }
+    assert!(page.contains("<title>"), "the title was not rewritten");
+    assert!(!page.contains("pwned</title>"));
+
+    // Follow the call to its result: the link's target is an element of the page.
+    let to_result = href(&page, "#e1-r");
+    let anchor = format!("id=\"{}\"", &to_result[1..]);
+    assert!(page.contains(&anchor), "the result {to_result} is on the page");
+
+    // The side-by-side view of two attempts of one task, chosen on the task page.
+    let task_dom = dom(&bin, &format!("{base}{}", href(&list, "/task?key=")));
+    assert!(task_dom.contains("id=\"attempts\""));
+    let ids: Vec<String> = list
+        .match_indices("href=\"/trajectory?id=")
+        .take(2)
+        .map(|(i, _)| href(&list[i..], "/trajectory?id="))
+        .collect();
+    let a = ids[0].trim_start_matches("/trajectory?id=");
+    let b = ids[1].trim_start_matches("/trajectory?id=");
+    let side_url = format!("{base}/compare?a={a}&b={b}");
+    let side = dom(&bin, &side_url);
+    assert!(side.contains("id=\"side-by-side\""));
+    assert!(side.matches("<tr class=\"aligned\">").count() > 1);
+
+    // A screenshot of the side-by-side view is not blank.
+    let shot = dir.path().join("shot.png");
+    chromium_run(&bin, &side_url, &[format!("--screenshot={}", shot.display()), "--window-size=1280,900".into()]);
+    assert_not_blank(&shot);
+    if let Ok(keep) = std::env::var("TRAJKIT_VIEW_SCREENSHOT") {
+        std::fs::copy(&shot, keep).expect("keep screenshot");
+    }
+    server.stop();
+}
+
+/// The PNG at `path` is 1280×900 with many distinct shades (a rendered page, not a blank one).
+fn assert_not_blank(path: &Path) {
+    let file = std::io::BufReader::new(std::fs::File::open(path).expect("screenshot written"));
+    let mut decoder = png::Decoder::new(file);
+    decoder.set_transformations(png::Transformations::normalize_to_color8());
+    let mut reader = decoder.read_info().expect("a PNG");
+    let mut buf = vec![0; reader.output_buffer_size().expect("size")];
+    let info = reader.next_frame(&mut buf).expect("decode");
+    assert_eq!((info.width, info.height), (1280, 900));
+    let channels = info.color_type.samples();
+    let mut shades = std::collections::HashSet::new();
+    let mut dark = 0usize;
+    for px in buf[..info.buffer_size()].chunks(channels) {
+        let luma = (u32::from(px[0]) + u32::from(px[1]) + u32::from(px[2])) / 3;
+        shades.insert(luma);
+        if luma < 128 {
+            dark += 1;
+        }
+    }
+    assert!(shades.len() > 50, "only {} shades: blank?", shades.len());
+    assert!(dark > 5_000, "only {dark} dark pixels: no text?");
+}
