@@ -13,7 +13,10 @@ const MARKERS: &[&str] = &["[truncated]", "(truncated)", "<truncated>", "[output
 /// subagents) whose text the collector cut short; the detail says which signature.
 pub(crate) fn mark_truncated_observations(t: &mut Trajectory) {
     for (i, step) in t.steps.iter().enumerate() {
-        if let Some(signature) = step_truncation(step) {
+        // Idempotent: a canonical record read back already carries the gaps found when it
+        // was first read, and `convert` of `convert`'s output must give the same bytes.
+        let marked = t.gaps.iter().any(|g| g.kind == GapKind::TruncatedObservation && g.step == Some(i));
+        if let Some(signature) = step_truncation(step).filter(|_| !marked) {
             t.gaps.push(Gap::at(GapKind::TruncatedObservation, Some(i), signature));
         }
     }

@@ -31,7 +31,7 @@ fn overview_list_filters_task_and_side_by_side() {
         ("/list?source=nemo-gym&outcome=success", 16),
         ("/list?outcome=failure", 14),
         ("/list?split=protected_evaluation", 1),
-        ("/list?gap=any", 12),
+        ("/list?gap=any", 13),
         ("/list?gap=unanswered_tool_call", 5),
         ("/list?format=atif", 4),
         ("/list?tier=3", 20),
