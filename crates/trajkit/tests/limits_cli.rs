@@ -123,7 +123,9 @@ fn converted_and_redacted_output_reads_back_and_builds_the_same_library() {
         let sql = "SELECT path FROM trajectories ORDER BY id";
         let out = trajkit(&["query", lib.to_str().expect("utf-8"), sql, "--json"]);
         let text = String::from_utf8(out.stdout).expect("utf-8");
-        text.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json")["path"].to_string()).collect::<Vec<_>>()
+        text.lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json")["path"].to_string())
+            .collect::<Vec<_>>()
     };
     let (pa, pb) = (paths(&lib_a), paths(&lib_b));
     assert_eq!(pa.len(), pb.len());
