@@ -25,6 +25,7 @@ pub mod nebius;
 pub mod openhands;
 pub mod outcomes;
 pub mod parquet;
+pub mod paths;
 pub mod pipeline;
 pub mod reader;
 pub mod registry;
@@ -40,6 +41,7 @@ pub mod traces;
 
 pub use error::FormatError;
 pub use input::{discover, InputFile};
+pub use paths::{read_paths, ReadOutcome, ReadRequest};
 pub use pipeline::{read_inputs, Options, Sink};
 pub use rejection::{Problem, Reason, Rejection};
 pub use report::FileReport;

@@ -12,6 +12,8 @@ pub enum LibraryError {
     NotALibrary(PathBuf),
     #[error("{path}: {message}")]
     Invalid { path: PathBuf, message: String },
+    #[error("build cancelled; no library written")]
+    Cancelled,
     #[error("{path}: SQLite: {source}")]
     Sqlite { path: PathBuf, source: rusqlite::Error },
 }

@@ -3,11 +3,12 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 use trajkit_formats::FileReport;
-use trajkit_library::{BuildOptions, Progress, SplitConfig};
+use trajkit_library::{BuildOptions, BuildSummary, Progress, SplitConfig};
 
 /// Options of `trajkit build`.
 #[derive(clap::Args)]
@@ -56,14 +57,16 @@ pub struct BuildArgs {
 }
 
 /// Bars on stderr: bytes of input read, files, trajectories; then the later stages.
-struct Bars {
+struct Bars<'a> {
     bar: ProgressBar,
     quiet: bool,
     /// `TRAJKIT_TIMING=1`: print the elapsed time at each stage (for benchmarks).
     timing: Option<std::time::Instant>,
+    /// Set by the caller to abandon the build (Ctrl-C in Python).
+    cancel: &'a AtomicBool,
 }
 
-impl Progress for Bars {
+impl Progress for Bars<'_> {
     fn start(&self, files: u64, bytes: u64) {
         self.bar.set_length(bytes);
         self.bar.set_message(format!("0/{files} files"));
@@ -82,6 +85,9 @@ impl Progress for Bars {
         if !self.quiet {
             self.bar.suspend(|| eprintln!("trajkit: warning: {message}"));
         }
+    }
+    fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
     }
 }
 
@@ -104,6 +110,33 @@ pub fn run(args: &BuildArgs) -> Result<u8> {
         pool = pool.num_threads(n);
     }
     pool.build_global()?;
+    let summary = build(args, &AtomicBool::new(false))?;
+    if let Some(failure) = &summary.strict_failure {
+        eprintln!("trajkit: --strict: {failure}");
+        eprintln!("trajkit: no library written; {} is unchanged", args.output.display());
+        return Ok(1);
+    }
+    if !args.quiet {
+        eprintln!(
+            "built {}: {} files ({} unreadable), {} records, {} trajectories, {} rejected, {} shard(s)",
+            args.output.display(),
+            summary.files,
+            summary.unreadable,
+            summary.records,
+            summary.trajectories,
+            summary.rejected,
+            summary.shards
+        );
+    }
+    if summary.trajectories == 0 && summary.records == 0 {
+        return Ok(2);
+    }
+    Ok(u8::from(summary.rejected > 0 || summary.unreadable > 0))
+}
+
+/// Builds the library `args` describe, its gallery included (redacted as asked), on the
+/// current rayon pool; `cancel` abandons it (the old library stays).
+pub fn build(args: &BuildArgs, cancel: &AtomicBool) -> Result<BuildSummary> {
     if args.paths.is_empty() && args.registry.is_none() {
         anyhow::bail!("give input paths, or a --registry whose sources name them");
     }
@@ -124,7 +157,7 @@ pub fn run(args: &BuildArgs) -> Result<u8> {
         threads: rayon::current_num_threads(),
     };
     let timing = std::env::var_os("TRAJKIT_TIMING").map(|_| std::time::Instant::now());
-    let bars = Bars { bar: bar(args.quiet), quiet: args.quiet, timing };
+    let bars = Bars { bar: bar(args.quiet), quiet: args.quiet, timing, cancel };
     // The gallery is part of the library: written into it before its manifest.
     let title = args.output.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "library".into());
     let engine = args.redaction.engine()?;
@@ -150,25 +183,5 @@ pub fn run(args: &BuildArgs) -> Result<u8> {
     };
     let summary = trajkit_library::build_with(&opts, &bars, Some(&gallery))?;
     bars.bar.finish_and_clear();
-    if let Some(failure) = &summary.strict_failure {
-        eprintln!("trajkit: --strict: {failure}");
-        eprintln!("trajkit: no library written; {} is unchanged", args.output.display());
-        return Ok(1);
-    }
-    if !args.quiet {
-        eprintln!(
-            "built {}: {} files ({} unreadable), {} records, {} trajectories, {} rejected, {} shard(s)",
-            args.output.display(),
-            summary.files,
-            summary.unreadable,
-            summary.records,
-            summary.trajectories,
-            summary.rejected,
-            summary.shards
-        );
-    }
-    if summary.trajectories == 0 && summary.records == 0 {
-        return Ok(2);
-    }
-    Ok(u8::from(summary.rejected > 0 || summary.unreadable > 0))
+    Ok(summary)
 }
