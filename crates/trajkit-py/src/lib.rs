@@ -43,8 +43,8 @@ fn read_stream(
 }
 
 /// The Arrow schema of `read_arrow` rows, as a `pyarrow.Schema`.
-#[pyfunction]
-fn arrow_schema(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+#[pyfunction(name = "arrow_schema")]
+fn rows_schema(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     PySchema::new(arrow::schema()).into_pyarrow(py)
 }
 
@@ -123,7 +123,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Stream>()?;
     m.add_function(wrap_pyfunction!(run_cli, m)?)?;
     m.add_function(wrap_pyfunction!(read_stream, m)?)?;
-    m.add_function(wrap_pyfunction!(arrow_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(rows_schema, m)?)?;
     m.add_function(wrap_pyfunction!(convert, m)?)?;
     m.add_function(wrap_pyfunction!(build, m)?)?;
     m.add_function(wrap_pyfunction!(query, m)?)?;
