@@ -19,6 +19,8 @@ pub enum FormatError {
     Empty { path: String },
     #[error("internal error: {0}")]
     Internal(String),
+    #[error("no input files found (looked for .json, .jsonl, .traj, optionally .gz/.zst)")]
+    NoInput,
     #[error("unknown format '{name}' (known: {known})")]
     UnknownFormat { name: String, known: String },
 }

@@ -26,6 +26,7 @@ pub mod nebius;
 pub mod openhands;
 pub mod outcomes;
 pub mod parquet;
+pub mod paths;
 pub mod pipeline;
 pub mod reader;
 pub mod registry;
@@ -43,6 +44,7 @@ pub mod truncation;
 
 pub use error::FormatError;
 pub use input::{discover, InputFile};
+pub use paths::{read_paths, ReadOutcome, ReadRequest};
 pub use pipeline::{read_inputs, Options, Sink};
 pub use rejection::{Problem, Reason, Rejection};
 pub use report::FileReport;

@@ -72,6 +72,11 @@ pub trait Progress {
     fn stage(&self, _name: &str) {}
     /// A warning for the user.
     fn warn(&self, _message: &str) {}
+    /// True once the caller wants the build abandoned (Ctrl-C in Python): reading stops,
+    /// the staging directory is removed and the old library stays.
+    fn cancelled(&self) -> bool {
+        false
+    }
 }
 
 /// No progress output.
@@ -360,7 +365,7 @@ impl Sink for LibrarySink<'_> {
     }
 
     fn should_stop(&self) -> bool {
-        self.error.is_some() || self.strict_failure.is_some()
+        self.error.is_some() || self.strict_failure.is_some() || self.progress.cancelled()
     }
 }
 
@@ -444,6 +449,9 @@ fn build_into(
     let conn = index.finish()?;
     if let Some(e) = error {
         return Err(e);
+    }
+    if progress.cancelled() {
+        return Err(LibraryError::Cancelled);
     }
     let records: u64 = reports.iter().map(|(_, r)| r.records).sum();
     let rejected: u64 = reports.iter().map(|(_, r)| r.rejected).sum();

@@ -14,6 +14,8 @@ pub enum LibraryError {
     Invalid { path: PathBuf, message: String },
     #[error("{output}: {holder} is building this library (lock {lock}); wait for it, or pass --wait", holder = holder(*pid))]
     Locked { output: PathBuf, lock: PathBuf, pid: Option<u32> },
+    #[error("build cancelled; no library written")]
+    Cancelled,
     #[error("{path}: SQLite: {source}")]
     Sqlite { path: PathBuf, source: rusqlite::Error },
 }

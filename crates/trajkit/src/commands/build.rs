@@ -3,11 +3,12 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 use trajkit_formats::FileReport;
-use trajkit_library::{BuildOptions, Progress, SplitConfig};
+use trajkit_library::{BuildOptions, BuildSummary, Progress, SplitConfig};
 
 /// Options of `trajkit build`.
 #[derive(clap::Args)]
@@ -66,14 +67,16 @@ pub struct BuildArgs {
 }
 
 /// Bars on stderr: bytes of input read, files, trajectories; then the later stages.
-struct Bars {
+struct Bars<'a> {
     bar: ProgressBar,
     quiet: bool,
     /// `TRAJKIT_TIMING=1`: print the elapsed time at each stage (for benchmarks).
     timing: Option<std::time::Instant>,
+    /// Set by the caller to abandon the build (Ctrl-C in Python).
+    cancel: &'a AtomicBool,
 }
 
-impl Progress for Bars {
+impl Progress for Bars<'_> {
     fn start(&self, files: u64, bytes: u64) {
         self.bar.set_length(bytes);
         self.bar.set_message(format!("0/{files} files"));
@@ -92,6 +95,9 @@ impl Progress for Bars {
         if !self.quiet {
             self.bar.suspend(|| eprintln!("trajkit: warning: {message}"));
         }
+    }
+    fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
     }
 }
 
@@ -114,54 +120,7 @@ pub fn run(args: &BuildArgs) -> Result<u8> {
         pool = pool.num_threads(n);
     }
     pool.build_global()?;
-    if args.paths.is_empty() && args.registry.is_none() {
-        anyhow::bail!("give input paths, or a --registry whose sources name them");
-    }
-    let opts = BuildOptions {
-        inputs: args.paths.clone(),
-        registry: args.registry.clone(),
-        output: args.output.clone(),
-        split: SplitConfig {
-            train: args.train,
-            validation: args.validation,
-            test: args.test,
-            salt: args.split_salt.clone(),
-        },
-        format: args.format.clone(),
-        outcomes: args.outcomes.clone(),
-        strict: args.strict,
-        shard_bytes: args.shard_mib.max(1) << 20,
-        threads: rayon::current_num_threads(),
-        wait: args.wait,
-        max_record_bytes: Some(crate::record_bytes(args.max_record_mib)),
-    };
-    let timing = std::env::var_os("TRAJKIT_TIMING").map(|_| std::time::Instant::now());
-    let bars = Bars { bar: bar(args.quiet), quiet: args.quiet, timing };
-    // The gallery is part of the library: written into it before its manifest.
-    let title = args.output.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "library".into());
-    let engine = args.redaction.engine()?;
-    let redact_fn = engine.clone().map(|e| {
-        move |t: &mut trajkit_model::Trajectory| {
-            // A record that cannot be redacted is not shown as it is: its steps are dropped.
-            if e.apply(t).is_err() {
-                t.steps.clear();
-            }
-        }
-    });
-    let gallery = |lib: &trajkit_library::Library| -> Result<(), String> {
-        bars.stage("gallery");
-        let out = lib.root().join("examples.html");
-        let opts = trajkit_export::gallery::GalleryOptions {
-            title: Some(&title),
-            redact: redact_fn.as_ref().map(|f| f as &dyn Fn(&mut trajkit_model::Trajectory)),
-            ..Default::default()
-        };
-        trajkit_export::gallery::write_gallery(lib, &out, &opts)
-            .map(|_| ())
-            .map_err(|e| format!("writing the gallery: {e}"))
-    };
-    let summary = trajkit_library::build_with(&opts, &bars, Some(&gallery))?;
-    bars.bar.finish_and_clear();
+    let summary = build(args, &AtomicBool::new(false))?;
     if let Some(failure) = &summary.strict_failure {
         eprintln!("trajkit: --strict: {failure}");
         eprintln!("trajkit: no library written; {} is unchanged", args.output.display());
@@ -192,4 +151,58 @@ fn exit_code(summary: &trajkit_library::BuildSummary, fail_on_rejections: bool) 
         return 2;
     }
     u8::from(fail_on_rejections && (summary.rejected > 0 || summary.unreadable > 0))
+}
+
+/// Builds the library `args` describe, its gallery included (redacted as asked), on the
+/// current rayon pool; `cancel` abandons it (the old library stays).
+pub fn build(args: &BuildArgs, cancel: &AtomicBool) -> Result<BuildSummary> {
+    if args.paths.is_empty() && args.registry.is_none() {
+        anyhow::bail!("give input paths, or a --registry whose sources name them");
+    }
+    let opts = BuildOptions {
+        inputs: args.paths.clone(),
+        registry: args.registry.clone(),
+        output: args.output.clone(),
+        split: SplitConfig {
+            train: args.train,
+            validation: args.validation,
+            test: args.test,
+            salt: args.split_salt.clone(),
+        },
+        format: args.format.clone(),
+        outcomes: args.outcomes.clone(),
+        strict: args.strict,
+        shard_bytes: args.shard_mib.max(1) << 20,
+        threads: rayon::current_num_threads(),
+        wait: args.wait,
+        max_record_bytes: Some(crate::record_bytes(args.max_record_mib)),
+    };
+    let timing = std::env::var_os("TRAJKIT_TIMING").map(|_| std::time::Instant::now());
+    let bars = Bars { bar: bar(args.quiet), quiet: args.quiet, timing, cancel };
+    // The gallery is part of the library: written into it before its manifest.
+    let title = args.output.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "library".into());
+    let engine = args.redaction.engine()?;
+    let redact_fn = engine.clone().map(|e| {
+        move |t: &mut trajkit_model::Trajectory| {
+            // A record that cannot be redacted is not shown as it is: its steps are dropped.
+            if e.apply(t).is_err() {
+                t.steps.clear();
+            }
+        }
+    });
+    let gallery = |lib: &trajkit_library::Library| -> Result<(), String> {
+        bars.stage("gallery");
+        let out = lib.root().join("examples.html");
+        let opts = trajkit_export::gallery::GalleryOptions {
+            title: Some(&title),
+            redact: redact_fn.as_ref().map(|f| f as &dyn Fn(&mut trajkit_model::Trajectory)),
+            ..Default::default()
+        };
+        trajkit_export::gallery::write_gallery(lib, &out, &opts)
+            .map(|_| ())
+            .map_err(|e| format!("writing the gallery: {e}"))
+    };
+    let summary = trajkit_library::build_with(&opts, &bars, Some(&gallery))?;
+    bars.bar.finish_and_clear();
+    Ok(summary)
 }

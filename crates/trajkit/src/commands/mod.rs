@@ -23,8 +23,8 @@ pub mod stats;
 pub mod validate;
 pub mod view;
 
-use anyhow::{bail, Result};
-use trajkit_formats::{discover, FileReport, InputFile, Options, Sink};
+use anyhow::Result;
+use trajkit_formats::{FileReport, InputFile, Sink};
 
 use crate::ReadArgs;
 
@@ -39,23 +39,7 @@ pub fn init_threads(read: &ReadArgs) -> Result<usize> {
     Ok(rayon::current_num_threads())
 }
 
-/// What a reading command got: per-file reports and input errors (missing paths).
-pub struct ReadOutcome {
-    pub reports: Vec<FileReport>,
-    pub missing: Vec<String>,
-}
-
-impl ReadOutcome {
-    /// 0 all accepted; 1 something rejected or unreadable but something was read; 2 nothing read.
-    pub fn exit_code(&self) -> u8 {
-        let read_any = self.reports.iter().any(|r| r.error.is_none() || r.records > 0);
-        if !read_any {
-            return 2;
-        }
-        let trouble = !self.missing.is_empty() || self.reports.iter().any(|r| r.rejected > 0 || r.error.is_some());
-        u8::from(trouble)
-    }
-}
+pub use trajkit_formats::ReadOutcome;
 
 /// Discovers inputs and reads them through `sink`, showing progress.
 pub fn read(read: &ReadArgs, canonical: bool, sink: &mut dyn Sink) -> Result<ReadOutcome> {
@@ -64,25 +48,17 @@ pub fn read(read: &ReadArgs, canonical: bool, sink: &mut dyn Sink) -> Result<Rea
 
 /// `read`, also handing each accepted record to the sink when `records` is set.
 pub fn read_with(read: &ReadArgs, canonical: bool, records: bool, sink: &mut dyn Sink) -> Result<ReadOutcome> {
-    let (files, errors) = discover(&read.paths);
-    let missing: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
-    for m in &missing {
-        eprintln!("trajkit: error: {m}");
-    }
-    if files.is_empty() && missing.is_empty() {
-        bail!("no input files found (looked for .json, .jsonl, .traj, optionally .gz/.zst)");
-    }
-    let bar = crate::progress::files(files.len());
-    let mut with_bar = ProgressSink { inner: sink, bar: &bar };
-    let outcomes = match &read.outcomes {
-        Some(path) => Some(std::sync::Arc::new(trajkit_formats::outcomes::OutcomeTable::load(path)?)),
-        None => None,
+    let bar = crate::progress::files(0);
+    let mut start = |missing: &[String], files: usize| {
+        for m in missing {
+            eprintln!("trajkit: error: {m}");
+        }
+        bar.set_length(files as u64);
     };
-    let max_record_bytes = Some(crate::record_bytes(read.max_record_mib));
-    let opts = Options { format: read.format.clone(), canonical, records, outcomes, analyze: None, max_record_bytes };
-    let reports = trajkit_formats::read_inputs(files, &opts, &mut with_bar)?;
+    let mut with_bar = ProgressSink { inner: sink, bar: &bar };
+    let outcome = trajkit_formats::read_paths(&read.request(), canonical, records, &mut start, &mut with_bar)?;
     bar.finish_and_clear();
-    Ok(ReadOutcome { reports, missing })
+    Ok(outcome)
 }
 
 struct ProgressSink<'a> {

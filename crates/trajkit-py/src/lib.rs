@@ -1,0 +1,132 @@
+//! `trajkit._native`: the extension module of the Python package. Every function calls
+//! the same crates as the CLI (the CLI itself through `trajkit::cli::run`), runs the
+//! engine with the GIL released, and honours Ctrl-C within about 100 ms.
+
+mod arrow;
+mod errors;
+mod library;
+mod stream;
+mod wait;
+
+use std::path::PathBuf;
+
+use pyo3::prelude::*;
+use pyo3_arrow::PySchema;
+
+use crate::stream::{Mode, Stream};
+
+/// Runs the `trajkit` command line (`argv[0]` is the program name) and returns its exit
+/// status: the binary's flags, output and exit codes.
+#[pyfunction]
+fn run_cli(py: Python<'_>, argv: Vec<String>) -> u8 {
+    py.detach(|| trajkit::cli::run(argv))
+}
+
+/// Starts reading `paths`; `mode` is `records`, `arrow` or `reports`.
+#[pyfunction]
+#[pyo3(signature = (paths, mode, *, format=None, threads=None, outcomes=None, strict=false))]
+fn read_stream(
+    paths: Vec<PathBuf>,
+    mode: &str,
+    format: Option<String>,
+    threads: Option<usize>,
+    outcomes: Option<PathBuf>,
+    strict: bool,
+) -> PyResult<Stream> {
+    let mode = match mode {
+        "records" => Mode::Records,
+        "arrow" => Mode::Arrow,
+        "reports" => Mode::Reports,
+        other => return Err(pyo3::exceptions::PyValueError::new_err(format!("unknown mode {other:?}"))),
+    };
+    Ok(Stream::start(paths, format, threads, outcomes, mode, strict))
+}
+
+/// The Arrow schema of `read_arrow` rows, as a `pyarrow.Schema`.
+#[pyfunction(name = "arrow_schema")]
+fn rows_schema(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    PySchema::new(arrow::schema()).into_pyarrow(py)
+}
+
+/// `trajkit convert`: writes canonical JSON Lines to `output` atomically; returns
+/// (records written or None when nothing was written, per-file reports as JSON, exit status).
+#[pyfunction]
+#[pyo3(signature = (paths, output, *, format=None, threads=None, outcomes=None))]
+fn convert(
+    py: Python<'_>,
+    paths: Vec<PathBuf>,
+    output: PathBuf,
+    format: Option<String>,
+    threads: Option<usize>,
+    outcomes: Option<PathBuf>,
+) -> PyResult<(Option<u64>, Vec<String>, u8)> {
+    let args = trajkit::ReadArgs { paths, format, threads, outcomes };
+    let result = wait::run(py, move |cancel| {
+        let pool = wait::pool(args.threads).map_err(anyhow::Error::from)?;
+        let n = pool.current_num_threads();
+        pool.install(|| trajkit::api::convert(&args, &output, n, &cancel))
+    })?;
+    let converted = result.map_err(|e| errors::command_error(py, &e))?;
+    let reports = converted.outcome.reports.iter().map(|r| serde_json::to_string(r).unwrap_or_default()).collect();
+    Ok((converted.written, reports, converted.outcome.exit_code()))
+}
+
+/// `trajkit build` with these flags (as on the command line, after `build`); returns the
+/// build summary as JSON. Raises RejectedRecordError when `--strict` stopped it.
+#[pyfunction]
+fn build(py: Python<'_>, flags: Vec<String>) -> PyResult<String> {
+    let args = trajkit::api::parse_build(flags)
+        .map_err(|e| errors::with_location::<errors::UsageError>(py, e.to_string(), None, None, None))?;
+    let output = args.output.clone();
+    let result = wait::run(py, move |cancel| {
+        let pool = wait::pool(args.threads).map_err(anyhow::Error::from)?;
+        pool.install(|| trajkit::api::build(&args, &cancel))
+    })?;
+    let summary = result.map_err(|e| errors::command_error(py, &e))?;
+    if let Some(failure) = &summary.strict_failure {
+        let message = format!("--strict: {failure}; no library written, {} is unchanged", output.display());
+        return Err(errors::with_location::<errors::RejectedRecordError>(py, message, None, None, None));
+    }
+    let json = serde_json::json!({
+        "library": output.display().to_string(),
+        "files": summary.files,
+        "unreadable": summary.unreadable,
+        "records": summary.records,
+        "trajectories": summary.trajectories,
+        "rejected": summary.rejected,
+        "shards": summary.shards,
+        "warnings": summary.warnings,
+    });
+    Ok(json.to_string())
+}
+
+/// Read-only SQL on a library's index as a `pyarrow.Table`.
+#[pyfunction]
+fn query(py: Python<'_>, library: PathBuf, sql: String) -> PyResult<Bound<'_, PyAny>> {
+    let batch = wait::run(py, move |_| library::query(library, sql))?
+        .map_err(|m| errors::with_location::<errors::BuildError>(py, m, None, None, None))?;
+    let table = pyo3_arrow::PyTable::try_new(vec![batch.clone()], batch.schema())?;
+    table.into_pyarrow(py)
+}
+
+/// A library's canonical records (JSON strings) matching an optional SQL condition.
+#[pyfunction]
+#[pyo3(signature = (library, filter=None))]
+fn trajectories(py: Python<'_>, library: PathBuf, filter: Option<String>) -> PyResult<Vec<String>> {
+    wait::run(py, move |_| library::trajectories(library, filter))?
+        .map_err(|m| errors::with_location::<errors::BuildError>(py, m, None, None, None))
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<Stream>()?;
+    m.add_function(wrap_pyfunction!(run_cli, m)?)?;
+    m.add_function(wrap_pyfunction!(read_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(rows_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(convert, m)?)?;
+    m.add_function(wrap_pyfunction!(build, m)?)?;
+    m.add_function(wrap_pyfunction!(query, m)?)?;
+    m.add_function(wrap_pyfunction!(trajectories, m)?)?;
+    errors::register(m)
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Every test of the repository: the Rust workspace, then the Python package built with
+# the dev profile (it reuses `cargo test`'s compiled dependencies) and its pytest suite.
+# Needs Python >= 3.9 with pip; installs maturin, pytest and the ecosystem packages the
+# tests use when they are missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cargo test --workspace --locked
+
+py=${PYTHON:-python3}
+need=()
+for mod in maturin pytest pyarrow pandas polars duckdb datasets; do
+  "$py" -c "import $mod" 2>/dev/null || need+=("$mod")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  # Debian's own Python refuses installs outside a virtualenv unless told otherwise (PEP 668).
+  "$py" -m pip install --quiet "${need[@]}" 2>/dev/null ||
+    "$py" -m pip install --quiet --break-system-packages "${need[@]}"
+fi
+# The parity tests compare with this binary (built above by `cargo test`).
+cargo build --locked -p trajkit
+export TRAJKIT_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/trajkit"
+MATURIN_PEP517_ARGS="--profile dev" "$py" -m pip install --quiet --no-build-isolation --force-reinstall --no-deps ./crates/trajkit-py 2>/dev/null ||
+  MATURIN_PEP517_ARGS="--profile dev" "$py" -m pip install --quiet --no-build-isolation --force-reinstall --no-deps --break-system-packages ./crates/trajkit-py
+"$py" -m pytest crates/trajkit-py/tests -p no:cacheprovider
