@@ -60,7 +60,7 @@ fn convert(
     threads: Option<usize>,
     outcomes: Option<PathBuf>,
 ) -> PyResult<(Option<u64>, Vec<String>, u8)> {
-    let args = trajkit::ReadArgs { paths, format, threads, outcomes };
+    let args = trajkit::ReadArgs { paths, format, threads, outcomes, max_record_mib: 128 };
     let result = wait::run(py, move |cancel| {
         let pool = wait::pool(args.threads).map_err(anyhow::Error::from)?;
         let n = pool.current_num_threads();

@@ -145,7 +145,7 @@ impl Stream {
         strict: bool,
     ) -> Stream {
         let cancel = Arc::new(AtomicBool::new(false));
-        let req = ReadRequest { paths, format, outcomes };
+        let req = ReadRequest { paths, format, outcomes, max_record_bytes: None };
         let (rx, worker) = spawn(req, threads, mode, strict, cancel.clone());
         Stream {
             rx,

@@ -12,8 +12,8 @@ def run(cmd, *args, cwd=None):
 def test_build_of_the_example_corpus(tmp_path) -> None:
     out = tmp_path / "library"
     got = run(wheel_command(), "build", "--registry", str(REPO / "examples" / "sources.toml"), "-o", str(out), cwd=REPO)
-    # 21 records are deliberately rejected (README), so the status is 1.
-    assert got.returncode == 1
+    # The library is built: 0, with the 21 deliberately rejected records counted (README).
+    assert got.returncode == 0
     assert "22 files (0 unreadable), 60 records, 38 trajectories, 21 rejected, 1 shard(s)" in got.stderr
     assert (out / "index.sqlite").is_file() and (out / "examples.html").is_file()
 
