@@ -12,6 +12,7 @@ type Row = (&'static str, u64, u64, u64, u64, u64, u64, &'static [(&'static str,
 const FIGURES: &[Row] = &[
     ("anyswe_agent__example_rollouts_hermes.jsonl", 5, 5, 141, 68, 0, 0, &[], &[]),
     ("aviary__example_rollouts.jsonl", 5, 5, 33, 13, 0, 0, &[], &[]),
+    ("aviary_bixbench__example_rollouts.jsonl", 1, 1, 6, 1, 0, 0, &[], &[("incomplete_generation", 1)]),
     ("aviary_gsm8k__example_rollouts.jsonl", 2, 2, 8, 3, 0, 0, &[], &[]),
     ("aviary_hotpotqa__example_rollouts.jsonl", 5, 5, 41, 14, 0, 0, &[], &[]),
     ("bbq__example_rollouts.jsonl", 5, 0, 0, 0, 0, 5, &[("not_a_rollout", 5)], &[]),
@@ -361,6 +362,27 @@ mod aviary_transitions {
         assert_eq!(t.outcome.reward, Some(-1.0));
         assert_eq!(t.agent.name.as_deref(), Some("gsm8k_aviary_agent"));
         assert!(t.gaps.is_empty());
+    }
+
+    /// aviary_bixbench: a notebook agent cut off by max_output_tokens in its second transition.
+    #[test]
+    fn a_bixbench_rollout_cut_off_mid_answer() {
+        let c = read(&[real("gym/aviary_bixbench__example_rollouts.jsonl")]);
+        assert!(c.rejections.is_empty());
+        let t = from_file(&c, "aviary_bixbench")[0];
+        let roles: Vec<Role> = t.steps.iter().map(|s| s.role).collect();
+        use Role::*;
+        assert_eq!(roles, [User, User, Assistant, Tool, User, Assistant], "transition 2 extends transition 1");
+        let call = &t.steps[2].tool_calls[0];
+        assert_eq!((call.name.as_str(), &call.arguments), ("list_workdir", &json!({})));
+        assert_eq!(call.id.as_deref(), Some("chatcmpl-tool-914a510e150aee84"));
+        let results: Vec<Option<&str>> = t.steps[3].tool_results.iter().map(|r| r.call_id.as_deref()).collect();
+        assert_eq!(results, [call.id.as_deref()], "the output answers the call by id");
+        assert_eq!(t.outcome.reward, Some(0.0));
+        assert_eq!(t.outcome.status, trajkit_model::Status::Unknown, "a reward without a success rule");
+        assert_eq!(t.agent.name.as_deref(), Some("bixbench_aviary_agent"));
+        let gaps: Vec<(&str, Option<&str>)> = t.gaps.iter().map(|g| (g.kind.as_str(), g.detail.as_deref())).collect();
+        assert_eq!(gaps, [("incomplete_generation", Some("max_output_tokens"))]);
     }
 
     /// Derived from real line 1: the request input the aviary agent built the first model

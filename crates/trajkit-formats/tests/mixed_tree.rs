@@ -52,6 +52,7 @@ const FORMATS: &[(&str, Option<&str>)] = &[
     ("codex/codemie/rollout-2026-05-11T13-28-45-019e1695-0522-7c83-8b39-0dd379793f80.jsonl", Some("codex")),
     ("gym/anyswe_agent__example_rollouts_hermes.jsonl", Some("gym")),
     ("gym/aviary__example_rollouts.jsonl", Some("gym")),
+    ("gym/aviary_bixbench__example_rollouts.jsonl", Some("gym")),
     ("gym/aviary_gsm8k__example_rollouts.jsonl", Some("gym")),
     ("gym/aviary_hotpotqa__example_rollouts.jsonl", Some("gym")),
     ("gym/bbq__example_rollouts.jsonl", Some("gym")),

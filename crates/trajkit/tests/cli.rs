@@ -133,7 +133,7 @@ fn convert_writes_compressed_output_atomically_and_deterministically() {
     let mut gz = Vec::new();
     std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(std::fs::File::open(&two).unwrap()), &mut gz).unwrap();
     assert_eq!(zst, gz, "same records in the same order whatever the thread count");
-    assert_eq!(text(&zst).lines().count(), 112);
+    assert_eq!(text(&zst).lines().count(), 113);
     let leftovers: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .filter_map(|e| e.ok())
