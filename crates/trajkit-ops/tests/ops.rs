@@ -45,10 +45,14 @@ fn convert_writes_the_accepted_records_and_reports_the_rest() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("out.jsonl");
     let bbq = repo("tests/fixtures/real/gym/bbq__example_rollouts.jsonl");
+    let tau2 = repo("tests/fixtures/real/gym/tau2__example_rollouts.jsonl");
     let never = AtomicBool::new(false);
-    let got = trajkit_ops::convert(&request(vec![bbq]), &out, 1, &never, &mut |_, _| {}, &mut Silent).expect("convert");
-    let written = std::fs::read_to_string(&out).expect("output").lines().count() as u64;
-    assert_eq!((got.written, got.outcome.rejected(), got.outcome.exit_code()), (Some(written), 5, 1));
+    let req = request(vec![bbq, tau2]);
+    let got = trajkit_ops::convert(&req, &out, 1, &never, &mut |_, _| {}, &mut Silent).expect("convert");
+    // bbq's 5 lines are not rollouts; tau2's 5 are read (65 steps).
+    assert_eq!((got.written, got.outcome.rejected(), got.outcome.exit_code()), (Some(5), 5, 1));
+    assert_eq!(std::fs::read_to_string(&out).expect("output").lines().count(), 5);
+    assert_eq!(got.outcome.reports.iter().map(|r| r.steps).sum::<u64>(), 65);
 }
 
 #[test]

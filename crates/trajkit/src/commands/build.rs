@@ -12,7 +12,7 @@ use trajkit_ops::BuildRequest;
 
 /// Options of `trajkit build`.
 #[derive(clap::Args)]
-#[command(mut_arg("format", |a| a.help("Force a format for every file (a registry source's own format wins).")))]
+#[command(mut_arg("format", |a| a.help("Force a format for every file (a registry source's own format wins)")))]
 pub struct BuildArgs {
     /// Files or directories; optional with --registry (then the registry's paths are read).
     pub paths: Vec<PathBuf>,
