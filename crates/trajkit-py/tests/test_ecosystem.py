@@ -123,7 +123,7 @@ def test_export_twice_with_threads_equals_the_cli(library, tmp_path) -> None:
     got = subprocess.run(argv, capture_output=True, text=True, check=False)
     assert got.returncode == 0, got.stderr
     expected = cli.read_bytes()
-    assert len(expected.splitlines()) == 124
+    assert len(expected.splitlines()) == 140
     for out in outs:
         assert out.read_bytes() == expected
         card = (out.parent / "README.md").read_text(encoding="utf-8")

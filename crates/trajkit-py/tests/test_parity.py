@@ -137,7 +137,7 @@ def test_max_record_mib_rejects_with_file_and_line_and_reads_the_rest(tmp_path) 
     got = subprocess.run(
         [rust_binary(), "inspect", "--json", "--max-record-mib", "1", path], capture_output=True, text=True
     )
-    assert json.loads(got.stdout) == trajkit.inspect(path, max_record_mib=1)
+    assert [json.loads(got.stdout)] == trajkit.inspect(path, max_record_mib=1)
 
 
 def test_build_max_record_mib(tmp_path) -> None:
