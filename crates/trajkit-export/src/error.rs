@@ -17,6 +17,8 @@ pub enum ExportError {
     Parquet { path: PathBuf, message: String },
     #[error("record {id}: {message}")]
     Record { id: String, message: String },
+    #[error("export cancelled; nothing written")]
+    Cancelled,
 }
 
 impl ExportError {

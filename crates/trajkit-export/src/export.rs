@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use rayon::prelude::*;
@@ -104,6 +105,16 @@ fn batch_size(view: View) -> usize {
 
 /// Runs an export.
 pub fn export(lib: &Library, opts: &ExportOptions) -> Result<ExportSummary, ExportError> {
+    export_cancellable(lib, opts, &AtomicBool::new(false))
+}
+
+/// Runs an export that stops between batches once `cancel` is set (Ctrl-C in Python):
+/// `ExportError::Cancelled`, the temporary output removed and the card untouched.
+pub fn export_cancellable(
+    lib: &Library,
+    opts: &ExportOptions,
+    cancel: &AtomicBool,
+) -> Result<ExportSummary, ExportError> {
     opts.filter.validate()?;
     let plan = Plan::new(opts)?;
     let mut sink = Sink::open(&plan, opts.view, opts.chat_template.is_some())?;
@@ -137,6 +148,9 @@ pub fn export(lib: &Library, opts: &ExportOptions) -> Result<ExportSummary, Expo
         }
         if batch.is_empty() {
             break;
+        }
+        if cancel.load(Ordering::Relaxed) {
+            return Err(ExportError::Cancelled);
         }
         let produced: Vec<Produced> =
             batch.into_par_iter().map(|(row, t)| produce(row, t, opts, &plan)).collect::<Result<_, _>>()?;

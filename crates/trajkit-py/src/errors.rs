@@ -4,7 +4,11 @@
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
+use trajkit_export::ExportError;
 use trajkit_formats::{FormatError, Rejection};
+use trajkit_library::LibraryError;
+use trajkit_ops::OpsError;
+use trajkit_verify::redact::RulesError;
 
 create_exception!(_native, TrajkitError, PyException, "Base class of every trajkit error.");
 create_exception!(_native, UsageError, TrajkitError, "Bad arguments: an unknown format or option, a wrong value.");
@@ -62,15 +66,86 @@ pub fn rejected(py: Python<'_>, r: &Rejection) -> PyErr {
     err
 }
 
-/// A CLI-level failure (an `anyhow` chain) as the most specific class its cause allows.
-pub fn command_error(py: Python<'_>, e: &anyhow::Error) -> PyErr {
-    if let Some(f) = e.downcast_ref::<FormatError>() {
-        return format_error(py, f);
+/// A failure on an engine thread, made a Python exception back on the calling thread.
+pub enum Failed {
+    Ops(OpsError),
+    /// The call's worker threads could not be started.
+    Threads(String),
+}
+
+impl From<OpsError> for Failed {
+    fn from(e: OpsError) -> Self {
+        Failed::Ops(e)
     }
-    if let Some(c) = e.downcast_ref::<clap::Error>() {
-        return with_location::<UsageError>(py, c.to_string(), None, None, None);
+}
+
+impl From<rayon::ThreadPoolBuildError> for Failed {
+    fn from(e: rayon::ThreadPoolBuildError) -> Self {
+        Failed::Threads(format!("cannot start worker threads: {e}"))
     }
-    with_location::<BuildError>(py, format!("{e:#}"), None, None, None)
+}
+
+/// A worker failure as the most specific class its cause allows.
+pub fn failed(py: Python<'_>, f: &Failed) -> PyErr {
+    match f {
+        Failed::Ops(e) => ops_error(py, e),
+        Failed::Threads(m) => with_location::<TrajkitError>(py, m.clone(), None, None, None),
+    }
+}
+
+/// An operation's typed error as its exception: bad arguments are `UsageError`, reading
+/// `InputError`, libraries and exports `BuildError`, with the path and line it names.
+pub fn ops_error(py: Python<'_>, e: &OpsError) -> PyErr {
+    let message = e.to_string();
+    match e {
+        OpsError::Usage(_) => with_location::<UsageError>(py, message, None, None, None),
+        OpsError::Read(f) => format_error(py, f),
+        OpsError::Library(l) => library_error(py, message, l),
+        OpsError::Export(x) => export_error(py, message, x),
+        OpsError::Rules(r) => {
+            let (RulesError::Io { path, .. } | RulesError::Toml { path, .. } | RulesError::Invalid { path, .. }) = r;
+            let field = match r {
+                RulesError::Invalid { what, .. } => Some(what.as_str()),
+                _ => None,
+            };
+            with_location::<UsageError>(py, message, Some(&path.display().to_string()), None, field)
+        }
+        OpsError::Write { path, .. } => {
+            with_location::<TrajkitError>(py, message, Some(&path.display().to_string()), None, None)
+        }
+        OpsError::Cancelled => with_location::<TrajkitError>(py, message, None, None, None),
+    }
+}
+
+/// A library failure as `BuildError` with the file (and line) it names.
+fn library_error(py: Python<'_>, message: String, e: &LibraryError) -> PyErr {
+    let (path, line) = match e {
+        LibraryError::Json { path, line, .. } => (Some(path), Some(*line)),
+        LibraryError::Io { path, .. }
+        | LibraryError::NotALibrary(path)
+        | LibraryError::Invalid { path, .. }
+        | LibraryError::Sqlite { path, .. } => (Some(path), None),
+        LibraryError::Locked { output, .. } => (Some(output), None),
+        _ => (None, None),
+    };
+    let path = path.map(|p| p.display().to_string());
+    with_location::<BuildError>(py, message, path.as_deref(), line, None)
+}
+
+/// An export failure: bad names are `UsageError`, an unreadable input file (a chat
+/// template) `InputError`, the rest `BuildError`.
+fn export_error(py: Python<'_>, message: String, e: &ExportError) -> PyErr {
+    match e {
+        ExportError::Usage(_) => with_location::<UsageError>(py, message, None, None, None),
+        ExportError::Library(l) => library_error(py, message, l),
+        ExportError::Input { path, line, .. } => {
+            with_location::<InputError>(py, message, Some(&path.display().to_string()), Some(*line), None)
+        }
+        ExportError::Io { path, .. } | ExportError::Parquet { path, .. } => {
+            with_location::<BuildError>(py, message, Some(&path.display().to_string()), None, None)
+        }
+        _ => with_location::<BuildError>(py, message, None, None, None),
+    }
 }
 
 /// Registers the classes on the module.

@@ -1,6 +1,7 @@
 //! `trajkit._native`: the extension module of the Python package. Every function calls
-//! the same crates as the CLI (the CLI itself through `trajkit::cli::run`), runs the
-//! engine with the GIL released, and honours Ctrl-C within about 100 ms.
+//! the same functions as the CLI (`trajkit_formats::read_paths`, `trajkit_ops`, and the
+//! CLI itself through `trajkit::cli::run`), runs the engine with the GIL released on a
+//! per-call thread pool, and honours Ctrl-C within about 100 ms.
 
 mod arrow;
 mod errors;
@@ -12,6 +13,7 @@ use std::path::PathBuf;
 
 use pyo3::prelude::*;
 use pyo3_arrow::PySchema;
+use trajkit_formats::ReadRequest;
 
 use crate::stream::{Mode, Stream};
 
@@ -24,7 +26,7 @@ fn run_cli(py: Python<'_>, argv: Vec<String>) -> u8 {
 
 /// Starts reading `paths`; `mode` is `records`, `arrow` or `reports`.
 #[pyfunction]
-#[pyo3(signature = (paths, mode, *, format=None, threads=None, outcomes=None, strict=false))]
+#[pyo3(signature = (paths, mode, *, format=None, threads=None, outcomes=None, strict=false, max_record_mib=trajkit_ops::DEFAULT_MAX_RECORD_MIB))]
 fn read_stream(
     paths: Vec<PathBuf>,
     mode: &str,
@@ -32,6 +34,7 @@ fn read_stream(
     threads: Option<usize>,
     outcomes: Option<PathBuf>,
     strict: bool,
+    max_record_mib: u64,
 ) -> PyResult<Stream> {
     let mode = match mode {
         "records" => Mode::Records,
@@ -39,7 +42,9 @@ fn read_stream(
         "reports" => Mode::Reports,
         other => return Err(pyo3::exceptions::PyValueError::new_err(format!("unknown mode {other:?}"))),
     };
-    Ok(Stream::start(paths, format, threads, outcomes, mode, strict))
+    let req =
+        ReadRequest { paths, format, outcomes, max_record_bytes: Some(trajkit_ops::record_bytes(max_record_mib)) };
+    Ok(Stream::start(req, threads, mode, strict))
 }
 
 /// The Arrow schema of `read_arrow` rows, as a `pyarrow.Schema`.
@@ -51,7 +56,7 @@ fn rows_schema(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
 /// `trajkit convert`: writes canonical JSON Lines to `output` atomically; returns
 /// (records written or None when nothing was written, per-file reports as JSON, exit status).
 #[pyfunction]
-#[pyo3(signature = (paths, output, *, format=None, threads=None, outcomes=None))]
+#[pyo3(signature = (paths, output, *, format=None, threads=None, outcomes=None, max_record_mib=trajkit_ops::DEFAULT_MAX_RECORD_MIB))]
 fn convert(
     py: Python<'_>,
     paths: Vec<PathBuf>,
@@ -59,14 +64,17 @@ fn convert(
     format: Option<String>,
     threads: Option<usize>,
     outcomes: Option<PathBuf>,
+    max_record_mib: u64,
 ) -> PyResult<(Option<u64>, Vec<String>, u8)> {
-    let args = trajkit::ReadArgs { paths, format, threads, outcomes, max_record_mib: 128 };
-    let result = wait::run(py, move |cancel| {
-        let pool = wait::pool(args.threads).map_err(anyhow::Error::from)?;
+    let req =
+        ReadRequest { paths, format, outcomes, max_record_bytes: Some(trajkit_ops::record_bytes(max_record_mib)) };
+    let result = wait::run(py, move |cancel| -> Result<_, errors::Failed> {
+        let pool = wait::pool(threads)?;
         let n = pool.current_num_threads();
-        pool.install(|| trajkit::api::convert(&args, &output, n, &cancel))
+        let silent = &mut trajkit_ops::Silent;
+        Ok(pool.install(|| trajkit_ops::convert(&req, &output, n, &cancel, &mut |_, _| {}, silent))?)
     })?;
-    let converted = result.map_err(|e| errors::command_error(py, &e))?;
+    let converted = result.map_err(|e| errors::failed(py, &e))?;
     let reports = converted.outcome.reports.iter().map(|r| serde_json::to_string(r).unwrap_or_default()).collect();
     Ok((converted.written, reports, converted.outcome.exit_code()))
 }
@@ -78,11 +86,12 @@ fn build(py: Python<'_>, flags: Vec<String>) -> PyResult<String> {
     let args = trajkit::api::parse_build(flags)
         .map_err(|e| errors::with_location::<errors::UsageError>(py, e.to_string(), None, None, None))?;
     let output = args.output.clone();
-    let result = wait::run(py, move |cancel| {
-        let pool = wait::pool(args.threads).map_err(anyhow::Error::from)?;
-        pool.install(|| trajkit::api::build(&args, &cancel))
+    let (req, threads) = (args.request(), args.read.threads);
+    let result = wait::run(py, move |cancel| -> Result<_, errors::Failed> {
+        let pool = wait::pool(threads)?;
+        Ok(pool.install(|| trajkit_ops::build(&req, &wait::Cancel(cancel)))?)
     })?;
-    let summary = result.map_err(|e| errors::command_error(py, &e))?;
+    let summary = result.map_err(|e| errors::failed(py, &e))?;
     if let Some(failure) = &summary.strict_failure {
         let message = format!("--strict: {failure}; no library written, {} is unchanged", output.display());
         return Err(errors::with_location::<errors::RejectedRecordError>(py, message, None, None, None));
@@ -98,6 +107,21 @@ fn build(py: Python<'_>, flags: Vec<String>) -> PyResult<String> {
         "warnings": summary.warnings,
     });
     Ok(json.to_string())
+}
+
+/// `trajkit export` with these flags (as on the command line, after `export`), on its own
+/// thread pool; returns the CLI's exit status (0 rows written, 1 no row matched).
+#[pyfunction]
+fn export(py: Python<'_>, flags: Vec<String>) -> PyResult<u8> {
+    let args = trajkit::api::parse_export(flags)
+        .map_err(|e| errors::with_location::<errors::UsageError>(py, e.to_string(), None, None, None))?;
+    let (req, threads) = (args.request(), args.threads);
+    let result = wait::run(py, move |cancel| -> Result<_, errors::Failed> {
+        let pool = wait::pool(threads)?;
+        Ok(pool.install(|| trajkit_ops::export(&req, &cancel))?)
+    })?;
+    let exported = result.map_err(|e| errors::failed(py, &e))?;
+    Ok(u8::from(exported.summary.entry.rows == 0))
 }
 
 /// Read-only SQL on a library's index as a `pyarrow.Table`.
@@ -120,12 +144,14 @@ fn trajectories(py: Python<'_>, library: PathBuf, filter: Option<String>) -> PyR
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("DEFAULT_MAX_RECORD_MIB", trajkit_ops::DEFAULT_MAX_RECORD_MIB)?;
     m.add_class::<Stream>()?;
     m.add_function(wrap_pyfunction!(run_cli, m)?)?;
     m.add_function(wrap_pyfunction!(read_stream, m)?)?;
     m.add_function(wrap_pyfunction!(rows_schema, m)?)?;
     m.add_function(wrap_pyfunction!(convert, m)?)?;
     m.add_function(wrap_pyfunction!(build, m)?)?;
+    m.add_function(wrap_pyfunction!(export, m)?)?;
     m.add_function(wrap_pyfunction!(query, m)?)?;
     m.add_function(wrap_pyfunction!(trajectories, m)?)?;
     errors::register(m)

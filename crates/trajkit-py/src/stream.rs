@@ -2,7 +2,6 @@
 //! (canonical JSON), Arrow batches, or nothing (inspect, validate), and afterwards the
 //! per-file reports and the rejections of the same call.
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -135,17 +134,9 @@ pub struct Stream {
 }
 
 impl Stream {
-    /// Starts a read of `paths`.
-    pub fn start(
-        paths: Vec<PathBuf>,
-        format: Option<String>,
-        threads: Option<usize>,
-        outcomes: Option<PathBuf>,
-        mode: Mode,
-        strict: bool,
-    ) -> Stream {
+    /// Starts the read `req`.
+    pub fn start(req: ReadRequest, threads: Option<usize>, mode: Mode, strict: bool) -> Stream {
         let cancel = Arc::new(AtomicBool::new(false));
-        let req = ReadRequest { paths, format, outcomes, max_record_bytes: None };
         let (rx, worker) = spawn(req, threads, mode, strict, cancel.clone());
         Stream {
             rx,

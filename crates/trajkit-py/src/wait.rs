@@ -83,3 +83,12 @@ pub fn pool(threads: Option<usize>) -> Result<rayon::ThreadPool, rayon::ThreadPo
     }
     b.build()
 }
+
+/// A build's progress for Python: nothing shown; `cancelled` is the call's Ctrl-C flag.
+pub struct Cancel(pub Arc<AtomicBool>);
+
+impl trajkit_library::Progress for Cancel {
+    fn cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}

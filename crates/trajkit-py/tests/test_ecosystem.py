@@ -1,6 +1,8 @@
 """The Python ecosystem reads trajkit's output directly: Hugging Face `datasets`, pandas,
 Polars and DuckDB, on the example corpus shipped in the repository."""
 
+import subprocess
+
 import duckdb
 import pandas as pd
 import polars as pl
@@ -8,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 import trajkit
-from conftest import REPO
+from conftest import REPO, rust_binary
 
 GYM = str(REPO / "examples" / "corpus" / "gym")
 
@@ -104,3 +106,37 @@ def test_export_loads_with_datasets_in_trl_shapes(library, tmp_path) -> None:
     assert lib.export(view="assistant-turn", split="train", out=turns) == 0
     ds = datasets.load_dataset("json", data_files=str(turns), split="train")
     assert {"prompt", "completion", "tools"} <= set(ds.column_names)
+
+
+def test_export_twice_with_threads_equals_the_cli(library, tmp_path) -> None:
+    """Each export runs on its own thread pool: a second `threads=` in the same process
+    is accepted (a global pool would refuse it), and both equal the CLI's output."""
+    path, _ = library
+    lib = trajkit.Library(path)
+    outs = []
+    for i, threads in enumerate((1, 2)):
+        out = tmp_path / f"py{i}" / "turns.jsonl"
+        assert lib.export(view="assistant-turn", split="train", out=out, threads=threads) == 0
+        outs.append(out)
+    cli = tmp_path / "cli" / "turns.jsonl"
+    argv = [rust_binary(), "export", str(path), "--view", "assistant-turn", "--split", "train", "-o", str(cli)]
+    got = subprocess.run(argv, capture_output=True, text=True, check=False)
+    assert got.returncode == 0, got.stderr
+    expected = cli.read_bytes()
+    assert len(expected.splitlines()) == 140
+    for out in outs:
+        assert out.read_bytes() == expected
+        card = (out.parent / "README.md").read_text(encoding="utf-8")
+        assert card.replace(str(out.parent), "") == (cli.parent / "README.md").read_text(encoding="utf-8").replace(
+            str(cli.parent), ""
+        )
+
+
+def test_export_errors_are_typed(library, tmp_path) -> None:
+    path, _ = library
+    lib = trajkit.Library(path)
+    with pytest.raises(trajkit.UsageError):
+        lib.export(view="no-such-view", split="train", out=tmp_path / "x.jsonl")
+    with pytest.raises(trajkit.UsageError):
+        lib.export(view="full", split="train", out=tmp_path / "x.jsonl", no_such_flag=True)
+    assert not (tmp_path / "x.jsonl").exists()

@@ -99,3 +99,50 @@ def test_unknown_format_is_usage_error() -> None:
 def test_missing_path_is_input_error(tmp_path) -> None:
     with pytest.raises(trajkit.InputError):
         list(trajkit.read(str(tmp_path / "absent.jsonl")))
+
+
+def _with_large_line(tmp_path, mib: int) -> str:
+    """The real tau2 Gym rollouts (5 lines) with a line of `mib` MiB inserted as line 2.
+
+    Synthetic in one respect: no real fixture has a record over the smallest limit (1 MiB),
+    so the oversize line is made here, around real records, as limits_cli.rs does.
+    """
+    lines = (FIXTURES / "gym" / "tau2__example_rollouts.jsonl").read_text(encoding="utf-8").splitlines()
+    path = tmp_path / "large.jsonl"
+    big = '{"response":"' + "a" * (mib << 20) + '"}'
+    path.write_text("\n".join([lines[0], big, *lines[1:]]) + "\n", encoding="utf-8")
+    return str(path)
+
+
+def test_max_record_mib_rejects_with_file_and_line_and_reads_the_rest(tmp_path) -> None:
+    path = _with_large_line(tmp_path, 2)
+    r = trajkit.read(path, max_record_mib=1)
+    assert len(list(r)) == 5
+    assert [(x["path"], x["line"], x["reason"]) for x in r.rejections] == [(path, 2, "record_too_large")]
+    assert r.rejections[0]["problems"][0]["json_path"] == "$"
+    assert r.exit_code == 1
+    [report] = trajkit.inspect(path, max_record_mib=1)
+    assert (report["records"], report["trajectories"], report["steps"], report["rejected"]) == (6, 5, 65, 1)
+    assert report["reasons"] == {"record_too_large": 1}
+    assert trajkit.read_arrow(path, max_record_mib=1).read_all().num_rows == 5
+    v = trajkit.validate(path, max_record_mib=1)
+    assert [(x["line"], x["reason"]) for x in v.rejections] == [(2, "record_too_large")]
+    summary = trajkit.convert(path, tmp_path / "out.jsonl", max_record_mib=1)
+    assert (summary["written"], summary["rejected"]) == (5, 1)
+    # The same line under the default limit (128 MiB) is read, and rejected for its content.
+    [report] = trajkit.inspect(path)
+    assert report["reasons"] != {"record_too_large": 1}
+    assert report["trajectories"] == 5
+    # The CLI agrees on the same flag.
+    got = subprocess.run(
+        [rust_binary(), "inspect", "--json", "--max-record-mib", "1", path], capture_output=True, text=True
+    )
+    assert [json.loads(got.stdout)] == trajkit.inspect(path, max_record_mib=1)
+
+
+def test_build_max_record_mib(tmp_path) -> None:
+    path = _with_large_line(tmp_path, 2)
+    summary = trajkit.build(path, tmp_path / "lib", max_record_mib=1)
+    assert (summary["records"], summary["trajectories"], summary["rejected"]) == (6, 5, 1)
+    coverage = json.loads((tmp_path / "lib" / "coverage.json").read_text(encoding="utf-8"))
+    assert "record_too_large" in json.dumps(coverage)

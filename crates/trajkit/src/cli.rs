@@ -18,12 +18,19 @@ struct Cli {
     command: Command,
 }
 
-/// Options every reading command shares.
+/// The inputs of the reading commands (inspect, validate, convert, redact).
 #[derive(Args, Clone)]
 pub struct ReadArgs {
     /// Files or directories (recursive); `-` reads standard input.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
+    #[command(flatten)]
+    pub options: ReadOptions,
+}
+
+/// How every command that reads (build included) reads: one set of flags.
+#[derive(Args, Clone)]
+pub struct ReadOptions {
     /// Force a format instead of detecting it per file.
     #[arg(long)]
     pub format: Option<String>,
@@ -35,13 +42,15 @@ pub struct ReadArgs {
     pub outcomes: Option<PathBuf>,
     /// Largest record read, in MiB (line, document or archive member, decompressed); a
     /// larger one is rejected as record_too_large and the rest of its file is read.
-    #[arg(long, value_name = "MIB", default_value_t = 128)]
+    #[arg(long, value_name = "MIB", default_value_t = trajkit_ops::DEFAULT_MAX_RECORD_MIB)]
     pub max_record_mib: u64,
 }
 
-/// Bytes of a `--max-record-mib` value (at least 1 MiB, at most what memory can address).
-pub fn record_bytes(mib: u64) -> usize {
-    usize::try_from(mib.clamp(1, 1 << 20) << 20).unwrap_or(usize::MAX)
+impl ReadOptions {
+    /// The record size limit in bytes.
+    pub fn max_record_bytes(&self) -> usize {
+        trajkit_ops::record_bytes(self.max_record_mib)
+    }
 }
 
 impl ReadArgs {
@@ -49,9 +58,9 @@ impl ReadArgs {
     pub fn request(&self) -> trajkit_formats::ReadRequest {
         trajkit_formats::ReadRequest {
             paths: self.paths.clone(),
-            format: self.format.clone(),
-            outcomes: self.outcomes.clone(),
-            max_record_bytes: Some(record_bytes(self.max_record_mib)),
+            format: self.options.format.clone(),
+            outcomes: self.options.outcomes.clone(),
+            max_record_bytes: Some(self.options.max_record_bytes()),
         }
     }
 }

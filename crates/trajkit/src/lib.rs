@@ -5,9 +5,8 @@
 pub mod api;
 pub mod cli;
 mod commands;
-mod output;
 pub mod pipe;
 mod progress;
 mod table;
 
-pub use cli::{record_bytes, run, ReadArgs};
+pub use cli::{run, ReadArgs, ReadOptions};

@@ -23,6 +23,9 @@ from trajkit._native import (
 
 __version__: str = _native.__version__
 
+#: ``--max-record-mib``'s default: the largest record read, in MiB.
+DEFAULT_MAX_RECORD_MIB: int = _native.DEFAULT_MAX_RECORD_MIB
+
 PathLike = Union[str, "os.PathLike[str]"]
 Paths = Union[PathLike, Sequence[PathLike]]
 
@@ -37,6 +40,7 @@ __all__ = [
     "Read",
     "Validation",
     "ARROW_SCHEMA_DOC",
+    "DEFAULT_MAX_RECORD_MIB",
     "TrajkitError",
     "UsageError",
     "InputError",
@@ -102,6 +106,7 @@ def read(
     threads: Optional[int] = None,
     outcomes: Optional[PathLike] = None,
     strict: bool = False,
+    max_record_mib: int = DEFAULT_MAX_RECORD_MIB,
 ) -> Read:
     """Read trajectory files or directories into canonical records (dicts).
 
@@ -116,12 +121,21 @@ def read(
         outcomes: a SWE-bench style report whose outcomes are joined by task id.
         strict: raise ``RejectedRecordError`` (with ``.path``, ``.line``, ``.field``) at
             the first rejected record.
+        max_record_mib: largest record read, in MiB (a line, document or archive member,
+            decompressed; at least 1): a larger one is rejected as ``record_too_large``
+            with its file and line, and the rest of its file is read (``--max-record-mib``).
 
     Raises:
         InputError: nothing could be read. UsageError: an unknown format.
     """
     stream = _native.read_stream(
-        _paths(paths), "records", format=format, threads=threads, outcomes=_opt_path(outcomes), strict=strict
+        _paths(paths),
+        "records",
+        format=format,
+        threads=threads,
+        outcomes=_opt_path(outcomes),
+        strict=strict,
+        max_record_mib=max_record_mib,
     )
     return Read(stream)
 
@@ -133,6 +147,7 @@ def read_arrow(
     threads: Optional[int] = None,
     outcomes: Optional[PathLike] = None,
     strict: bool = False,
+    max_record_mib: int = DEFAULT_MAX_RECORD_MIB,
 ) -> Any:
     """Read trajectories as a ``pyarrow.RecordBatchReader``: one row per trajectory.
 
@@ -140,12 +155,19 @@ def read_arrow(
     environment, outcome, verification, reward, agent, model, steps, tool_calls, and
     ``record`` (the canonical record as a JSON string). Batches of up to 1024 rows cross
     from Rust through the Arrow C data interface; no per-row Python objects. The reader
-    streams: DuckDB, Polars or ``read_all()`` consume it in bounded memory.
+    streams: DuckDB, Polars or ``read_all()`` consume it in bounded memory. Options as
+    for ``read`` (``max_record_mib`` included).
     """
     import pyarrow as pa
 
     stream = _native.read_stream(
-        _paths(paths), "arrow", format=format, threads=threads, outcomes=_opt_path(outcomes), strict=strict
+        _paths(paths),
+        "arrow",
+        format=format,
+        threads=threads,
+        outcomes=_opt_path(outcomes),
+        strict=strict,
+        max_record_mib=max_record_mib,
     )
     return pa.RecordBatchReader.from_batches(arrow_schema(), iter(stream))
 
@@ -161,14 +183,21 @@ def inspect(
     format: Optional[str] = None,
     threads: Optional[int] = None,
     outcomes: Optional[PathLike] = None,
+    max_record_mib: int = DEFAULT_MAX_RECORD_MIB,
 ) -> List[Dict[str, Any]]:
     """Per-file figures: the objects ``trajkit inspect --json`` prints, one per file.
 
     Keys: path, format, records, trajectories, subagents, steps, tool_calls,
     duplicate_records, rejected, reasons, gaps (and part_of, error, guess when they apply).
+    Options as for ``read`` (``max_record_mib`` included).
     """
     stream = _native.read_stream(
-        _paths(paths), "reports", format=format, threads=threads, outcomes=_opt_path(outcomes)
+        _paths(paths),
+        "reports",
+        format=format,
+        threads=threads,
+        outcomes=_opt_path(outcomes),
+        max_record_mib=max_record_mib,
     )
     stream.drain()
     return [json.loads(r) for r in stream.reports_json()]
@@ -200,13 +229,21 @@ def validate(
     threads: Optional[int] = None,
     outcomes: Optional[PathLike] = None,
     strict: bool = False,
+    max_record_mib: int = DEFAULT_MAX_RECORD_MIB,
 ) -> Validation:
     """Check every record; every problem named with file, line, field and reason.
 
     With ``strict=True`` the first rejected record raises ``RejectedRecordError``.
+    Options as for ``read`` (``max_record_mib`` included).
     """
     stream = _native.read_stream(
-        _paths(paths), "reports", format=format, threads=threads, outcomes=_opt_path(outcomes), strict=strict
+        _paths(paths),
+        "reports",
+        format=format,
+        threads=threads,
+        outcomes=_opt_path(outcomes),
+        strict=strict,
+        max_record_mib=max_record_mib,
     )
     stream.drain()
     return Validation(stream)
@@ -219,15 +256,21 @@ def convert(
     format: Optional[str] = None,
     threads: Optional[int] = None,
     outcomes: Optional[PathLike] = None,
+    max_record_mib: int = DEFAULT_MAX_RECORD_MIB,
 ) -> Dict[str, Any]:
     """``trajkit convert``: canonical JSON Lines at ``output`` (.gz/.zst by extension),
-    written atomically, byte-identical to the CLI's.
+    written atomically, byte-identical to the CLI's. Options as for ``read``.
 
     Returns ``{"written", "rejected", "exit_code", "reports"}``. Raises ``InputError``
     when nothing could be read (then nothing is written).
     """
     written, reports, code = _native.convert(
-        _paths(paths), os.fspath(output), format=format, threads=threads, outcomes=_opt_path(outcomes)
+        _paths(paths),
+        os.fspath(output),
+        format=format,
+        threads=threads,
+        outcomes=_opt_path(outcomes),
+        max_record_mib=max_record_mib,
     )
     parsed = [json.loads(r) for r in reports]
     if written is None:
@@ -244,32 +287,42 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+def _flags(options: Dict[str, Any]) -> List[str]:
+    """Keyword options as CLI flags: ``True`` a bare flag, ``False``/``None`` left out,
+    a list repeats the flag."""
+    flags: List[str] = []
+    for name, value in options.items():
+        values = value if isinstance(value, (list, tuple)) else [value]
+        for v in values:
+            if v is True:
+                flags.append(_flag(name))
+            elif v is not False and v is not None:
+                flags += [_flag(name), os.fspath(v) if isinstance(v, os.PathLike) else str(v)]
+    return flags
+
+
 def build(
     paths: Paths = (),
     out: PathLike = "library",
     *,
     registry: Optional[PathLike] = None,
+    max_record_mib: int = DEFAULT_MAX_RECORD_MIB,
     **options: Any,
 ) -> Dict[str, Any]:
     """``trajkit build``: a library at ``out`` (replaced atomically), returning its summary.
 
     ``options`` are the CLI's flags with underscores: ``strict=True``, ``train=0.8``,
     ``validation=0.1``, ``test=0.1``, ``split_salt=...``, ``shard_mib=256``,
-    ``format=...``, ``outcomes=...``, ``threads=N``, ``redact=True``, ``secrets=...``.
-    Raises ``RejectedRecordError`` when ``strict`` stopped the build (the old library
-    stays), ``UsageError`` for bad options.
+    ``format=...``, ``outcomes=...``, ``threads=N``, ``redact=True``, ``secrets=...``;
+    ``max_record_mib`` as for ``read`` (a larger record is counted ``record_too_large``
+    in the library's coverage). Raises ``RejectedRecordError`` when ``strict`` stopped the
+    build (the old library stays), ``UsageError`` for bad options.
     """
     flags: List[str] = [*_paths(paths), "--output", os.fspath(out), "--quiet"]
+    flags += ["--max-record-mib", str(max_record_mib)]
     if registry is not None:
         flags += ["--registry", os.fspath(registry)]
-    for name, value in options.items():
-        if value is True:
-            flags.append(_flag(name))
-        elif value is False or value is None:
-            continue
-        else:
-            flags += [_flag(name), os.fspath(value) if isinstance(value, os.PathLike) else str(value)]
-    return json.loads(_native.build(flags))
+    return json.loads(_native.build(flags + _flags(options)))
 
 
 class Library:
@@ -317,24 +370,17 @@ class Library:
         selection: str = "all",
         **options: Any,
     ) -> int:
-        """``trajkit export`` of this library; returns its exit status (0 rows written,
-        1 nothing matched). Options are the CLI's flags with underscores (``evaluation=True``,
-        ``shard_size=N``, ``source=[...]``, ``redact=True``). Raises ``BuildError`` on error."""
-        argv = ["trajkit", "export", self.path, "--view", view, "--split", split, "--selection", selection]
-        argv += ["-o", os.fspath(out)]
+        """``trajkit export`` of this library, written atomically with its dataset card;
+        returns the CLI's exit status (0 rows written, 1 nothing matched). Options are the
+        CLI's flags with underscores (``evaluation=True``, ``shard_size=N``,
+        ``source=[...]``, ``redact=True``, ``chat_template=...``, ``threads=N``: a thread
+        pool for this call only). Raises ``UsageError`` for a bad view, split, selection or
+        format, ``BuildError`` when the library cannot be read or the export written.
+        Ctrl-C stops it, leaving no output."""
+        flags = [self.path, "--view", view, "--split", split, "--selection", selection, "-o", os.fspath(out)]
         if format is not None:
-            argv += ["--format", format]
-        for name, value in options.items():
-            values = value if isinstance(value, (list, tuple)) else [value]
-            for v in values:
-                if v is True:
-                    argv.append(_flag(name))
-                elif v is not False and v is not None:
-                    argv += [_flag(name), os.fspath(v) if isinstance(v, os.PathLike) else str(v)]
-        code = _native.run_cli(argv)
-        if code == 2:
-            raise BuildError(f"trajkit export failed for {self.path} (see the message above)")
-        return code
+            flags += ["--format", format]
+        return _native.export(flags + _flags(options))
 
     def __repr__(self) -> str:
         return f"Library({self.path!r})"

@@ -3,6 +3,7 @@
 from typing import Any, Iterator, List, Optional, Tuple
 
 __version__: str
+DEFAULT_MAX_RECORD_MIB: int
 
 class TrajkitError(Exception):
     path: Optional[str]
@@ -36,6 +37,7 @@ def read_stream(
     threads: Optional[int] = None,
     outcomes: Optional[str] = None,
     strict: bool = False,
+    max_record_mib: int = ...,
 ) -> Stream: ...
 def arrow_schema() -> Any: ...
 def convert(
@@ -45,7 +47,9 @@ def convert(
     format: Optional[str] = None,
     threads: Optional[int] = None,
     outcomes: Optional[str] = None,
+    max_record_mib: int = ...,
 ) -> Tuple[Optional[int], List[str], int]: ...
 def build(flags: List[str]) -> str: ...
+def export(flags: List[str]) -> int: ...
 def query(library: str, sql: str) -> Any: ...
 def trajectories(library: str, filter: Optional[str] = None) -> List[str]: ...

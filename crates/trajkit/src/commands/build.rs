@@ -1,17 +1,18 @@
 //! `trajkit build`: the library (canonical shards, index, evaluation rows, summary,
-//! coverage, manifest), with progress bars on a terminal.
+//! coverage, gallery, manifest; `trajkit_ops::build`), with progress bars on a terminal.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 use trajkit_formats::FileReport;
-use trajkit_library::{BuildOptions, BuildSummary, Progress, SplitConfig};
+use trajkit_library::{BuildOptions, Progress, SplitConfig};
+use trajkit_ops::BuildRequest;
 
 /// Options of `trajkit build`.
 #[derive(clap::Args)]
+#[command(mut_arg("format", |a| a.help("Force a format for every file (a registry source's own format wins)")))]
 pub struct BuildArgs {
     /// Files or directories; optional with --registry (then the registry's paths are read).
     pub paths: Vec<PathBuf>,
@@ -21,19 +22,8 @@ pub struct BuildArgs {
     /// Source registry (sources.toml): names, licenses, roles, success rules.
     #[arg(long, value_name = "FILE")]
     pub registry: Option<PathBuf>,
-    /// Force a format for every file (a registry source's own format wins).
-    #[arg(long)]
-    pub format: Option<String>,
-    /// Worker threads (default: all cores).
-    #[arg(long)]
-    pub threads: Option<usize>,
-    /// Join outcomes from a SWE-bench style report by task id (never overrides a record's own).
-    #[arg(long, value_name = "FILE")]
-    pub outcomes: Option<PathBuf>,
-    /// Largest record read, in MiB (line, document or archive member, decompressed); a
-    /// larger one is rejected as record_too_large and the rest of its file is read.
-    #[arg(long, value_name = "MIB", default_value_t = 128)]
-    pub max_record_mib: u64,
+    #[command(flatten)]
+    pub read: crate::ReadOptions,
     /// Fail (and keep the previous library) at the first rejected record.
     #[arg(long)]
     pub strict: bool,
@@ -67,16 +57,14 @@ pub struct BuildArgs {
 }
 
 /// Bars on stderr: bytes of input read, files, trajectories; then the later stages.
-struct Bars<'a> {
+struct Bars {
     bar: ProgressBar,
     quiet: bool,
     /// `TRAJKIT_TIMING=1`: print the elapsed time at each stage (for benchmarks).
     timing: Option<std::time::Instant>,
-    /// Set by the caller to abandon the build (Ctrl-C in Python).
-    cancel: &'a AtomicBool,
 }
 
-impl Progress for Bars<'_> {
+impl Progress for Bars {
     fn start(&self, files: u64, bytes: u64) {
         self.bar.set_length(bytes);
         self.bar.set_message(format!("0/{files} files"));
@@ -96,9 +84,6 @@ impl Progress for Bars<'_> {
             self.bar.suspend(|| eprintln!("trajkit: warning: {message}"));
         }
     }
-    fn cancelled(&self) -> bool {
-        self.cancel.load(Ordering::Relaxed)
-    }
 }
 
 fn bar(quiet: bool) -> ProgressBar {
@@ -116,11 +101,14 @@ fn bar(quiet: bool) -> ProgressBar {
 
 pub fn run(args: &BuildArgs) -> Result<u8> {
     let mut pool = rayon::ThreadPoolBuilder::new();
-    if let Some(n) = args.threads.filter(|n| *n > 0) {
+    if let Some(n) = args.read.threads.filter(|n| *n > 0) {
         pool = pool.num_threads(n);
     }
     pool.build_global()?;
-    let summary = build(args, &AtomicBool::new(false))?;
+    let timing = std::env::var_os("TRAJKIT_TIMING").map(|_| std::time::Instant::now());
+    let bars = Bars { bar: bar(args.quiet), quiet: args.quiet, timing };
+    let summary = trajkit_ops::build(&args.request(), &bars)?;
+    bars.bar.finish_and_clear();
     if let Some(failure) = &summary.strict_failure {
         eprintln!("trajkit: --strict: {failure}");
         eprintln!("trajkit: no library written; {} is unchanged", args.output.display());
@@ -153,56 +141,29 @@ fn exit_code(summary: &trajkit_library::BuildSummary, fail_on_rejections: bool) 
     u8::from(fail_on_rejections && (summary.rejected > 0 || summary.unreadable > 0))
 }
 
-/// Builds the library `args` describe, its gallery included (redacted as asked), on the
-/// current rayon pool; `cancel` abandons it (the old library stays).
-pub fn build(args: &BuildArgs, cancel: &AtomicBool) -> Result<BuildSummary> {
-    if args.paths.is_empty() && args.registry.is_none() {
-        anyhow::bail!("give input paths, or a --registry whose sources name them");
-    }
-    let opts = BuildOptions {
-        inputs: args.paths.clone(),
-        registry: args.registry.clone(),
-        output: args.output.clone(),
-        split: SplitConfig {
-            train: args.train,
-            validation: args.validation,
-            test: args.test,
-            salt: args.split_salt.clone(),
-        },
-        format: args.format.clone(),
-        outcomes: args.outcomes.clone(),
-        strict: args.strict,
-        shard_bytes: args.shard_mib.max(1) << 20,
-        threads: rayon::current_num_threads(),
-        wait: args.wait,
-        max_record_bytes: Some(crate::record_bytes(args.max_record_mib)),
-    };
-    let timing = std::env::var_os("TRAJKIT_TIMING").map(|_| std::time::Instant::now());
-    let bars = Bars { bar: bar(args.quiet), quiet: args.quiet, timing, cancel };
-    // The gallery is part of the library: written into it before its manifest.
-    let title = args.output.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "library".into());
-    let engine = args.redaction.engine()?;
-    let redact_fn = engine.clone().map(|e| {
-        move |t: &mut trajkit_model::Trajectory| {
-            // A record that cannot be redacted is not shown as it is: its steps are dropped.
-            if e.apply(t).is_err() {
-                t.steps.clear();
-            }
+impl BuildArgs {
+    /// The build these flags ask for.
+    pub fn request(&self) -> BuildRequest {
+        BuildRequest {
+            library: BuildOptions {
+                inputs: self.paths.clone(),
+                registry: self.registry.clone(),
+                output: self.output.clone(),
+                split: SplitConfig {
+                    train: self.train,
+                    validation: self.validation,
+                    test: self.test,
+                    salt: self.split_salt.clone(),
+                },
+                format: self.read.format.clone(),
+                outcomes: self.read.outcomes.clone(),
+                strict: self.strict,
+                shard_bytes: self.shard_mib.max(1) << 20,
+                threads: 0,
+                wait: self.wait,
+                max_record_bytes: Some(self.read.max_record_bytes()),
+            },
+            redaction: self.redaction.options(),
         }
-    });
-    let gallery = |lib: &trajkit_library::Library| -> Result<(), String> {
-        bars.stage("gallery");
-        let out = lib.root().join("examples.html");
-        let opts = trajkit_export::gallery::GalleryOptions {
-            title: Some(&title),
-            redact: redact_fn.as_ref().map(|f| f as &dyn Fn(&mut trajkit_model::Trajectory)),
-            ..Default::default()
-        };
-        trajkit_export::gallery::write_gallery(lib, &out, &opts)
-            .map(|_| ())
-            .map_err(|e| format!("writing the gallery: {e}"))
-    };
-    let summary = trajkit_library::build_with(&opts, &bars, Some(&gallery))?;
-    bars.bar.finish_and_clear();
-    Ok(summary)
+    }
 }

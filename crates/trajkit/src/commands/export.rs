@@ -1,12 +1,12 @@
-//! `trajkit export`: a library's rows as training or evaluation data, with a dataset card.
+//! `trajkit export`: a library's rows as training or evaluation data, with a dataset card
+//! (`trajkit_ops::export`).
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use anyhow::Result;
 use clap::Args;
-use trajkit_export::template::ChatTemplate;
-use trajkit_export::{ExportError, ExportOptions, Filter, Format, Purpose, Selection, Split, View};
+use trajkit_ops::ExportRequest;
 
 /// Flags of `trajkit export`.
 #[derive(Args)]
@@ -47,47 +47,32 @@ pub struct ExportArgs {
     pub output: PathBuf,
 }
 
-fn options(a: &ExportArgs, redactor: Option<Arc<dyn trajkit_export::Redactor>>) -> Result<ExportOptions, ExportError> {
-    let filter = Filter {
-        selection: a.selection.parse::<Selection>()?,
-        split: a.split.parse::<Split>()?,
-        sources: a.sources.clone(),
-        purpose: if a.evaluation { Purpose::Evaluation } else { Purpose::Training },
-    };
-    let chat_template = match &a.chat_template {
-        Some(p) => Some(Arc::new(ChatTemplate::load(p)?)),
-        None => None,
-    };
-    Ok(ExportOptions {
-        view: a.view.parse::<View>()?,
-        format: a.format.as_deref().map(str::parse::<Format>).transpose()?,
-        filter,
-        output: a.output.clone(),
-        shard_size: a.shard_size,
-        library_label: a.library.display().to_string(),
-        chat_template,
-        redactor,
-    })
+impl ExportArgs {
+    /// The export these flags ask for.
+    pub fn request(&self) -> ExportRequest {
+        ExportRequest {
+            library: self.library.clone(),
+            view: self.view.clone(),
+            selection: self.selection.clone(),
+            split: self.split.clone(),
+            sources: self.sources.clone(),
+            format: self.format.clone(),
+            shard_size: self.shard_size,
+            evaluation: self.evaluation,
+            chat_template: self.chat_template.clone(),
+            redaction: self.redaction.options(),
+            output: self.output.clone(),
+        }
+    }
 }
 
 /// 0 rows written; 1 no row matched (an empty file and its card are written); 2 error.
 pub fn run(a: &ExportArgs) -> Result<u8> {
-    let engine = a.redaction.engine()?;
-    let redactor = engine.clone().map(|e| e as Arc<dyn trajkit_export::Redactor>);
-    let opts = match options(a, redactor) {
-        Ok(o) => o,
-        Err(e) => return usage(e),
-    };
     if let Some(n) = a.threads.filter(|n| *n > 0) {
         rayon::ThreadPoolBuilder::new().num_threads(n).build_global()?;
     }
-    let lib = trajkit_library::Library::open(&a.library)?;
-    let summary = match trajkit_export::export(&lib, &opts) {
-        Ok(s) => s,
-        Err(e @ ExportError::Usage(_)) => return usage(e),
-        Err(e) => return Err(e.into()),
-    };
-    let e = &summary.entry;
+    let exported = trajkit_ops::export(&a.request(), &AtomicBool::new(false))?;
+    let (summary, e) = (&exported.summary, &exported.summary.entry);
     let kind = if e.purpose == "evaluation" { "EVALUATION export (not for training)" } else { "training export" };
     let skipped: Vec<String> = e.skipped.iter().map(|(k, v)| format!("{k} {v}")).collect();
     eprintln!(
@@ -96,7 +81,7 @@ pub fn run(a: &ExportArgs) -> Result<u8> {
         e.trajectories,
         e.view,
         e.format,
-        opts.output.display(),
+        a.output.display(),
         summary.card.display()
     );
     eprintln!(
@@ -104,13 +89,8 @@ pub fn run(a: &ExportArgs) -> Result<u8> {
         if skipped.is_empty() { "none".into() } else { skipped.join(", ") },
         e.without_decision
     );
-    if let Some(engine) = &engine {
-        eprintln!("redacted: {} secrets replaced by placeholders", engine.replaced());
+    if let Some(n) = exported.redacted {
+        eprintln!("redacted: {n} secrets replaced by placeholders");
     }
     Ok(u8::from(e.rows == 0))
-}
-
-fn usage(e: ExportError) -> Result<u8> {
-    eprintln!("trajkit: error: {e}");
-    Ok(2)
 }

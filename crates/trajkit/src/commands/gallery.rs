@@ -14,14 +14,7 @@ pub fn run(
 ) -> Result<u8> {
     let lib = Library::open(library)?;
     let engine = redaction.engine()?;
-    let redact_fn = engine.clone().map(|e| {
-        move |t: &mut trajkit_model::Trajectory| {
-            // A record that cannot be redacted is not shown as it is: its steps are dropped.
-            if e.apply(t).is_err() {
-                t.steps.clear();
-            }
-        }
-    });
+    let redact_fn = engine.clone().map(|e| e.gallery_hook());
     let opts = GalleryOptions {
         examples_per_source,
         redact: redact_fn.as_ref().map(|f| f as &dyn Fn(&mut trajkit_model::Trajectory)),

@@ -14,7 +14,7 @@ impl Sink for Discard {
 }
 
 pub fn run(args: &ReadArgs, json: bool) -> Result<u8> {
-    init_threads(args)?;
+    init_threads(&args.options)?;
     let outcome = read(args, false, &mut Discard)?;
     if json {
         for r in &outcome.reports {

@@ -29,7 +29,7 @@ use trajkit_formats::{FileReport, InputFile, Sink};
 use crate::ReadArgs;
 
 /// Configures the thread pool once per process.
-pub fn init_threads(read: &ReadArgs) -> Result<usize> {
+pub fn init_threads(read: &crate::ReadOptions) -> Result<usize> {
     let n = read.threads.unwrap_or(0);
     let mut builder = rayon::ThreadPoolBuilder::new();
     if n > 0 {
@@ -48,6 +48,16 @@ pub fn read(read: &ReadArgs, canonical: bool, sink: &mut dyn Sink) -> Result<Rea
 
 /// `read`, also handing each accepted record to the sink when `records` is set.
 pub fn read_with(read: &ReadArgs, canonical: bool, records: bool, sink: &mut dyn Sink) -> Result<ReadOutcome> {
+    let req = read.request();
+    watched(sink, |start, sink| Ok(trajkit_formats::read_paths(&req, canonical, records, start, sink)?))
+}
+
+/// Runs a read `f` with the CLI's watchers: missing paths printed, a file progress bar
+/// moved by the sink it is given (`sink` wrapped).
+pub fn watched<R>(
+    sink: &mut dyn Sink,
+    f: impl FnOnce(&mut dyn FnMut(&[String], usize), &mut dyn Sink) -> Result<R>,
+) -> Result<R> {
     let bar = crate::progress::files(0);
     let mut start = |missing: &[String], files: usize| {
         for m in missing {
@@ -56,9 +66,9 @@ pub fn read_with(read: &ReadArgs, canonical: bool, records: bool, sink: &mut dyn
         bar.set_length(files as u64);
     };
     let mut with_bar = ProgressSink { inner: sink, bar: &bar };
-    let outcome = trajkit_formats::read_paths(&read.request(), canonical, records, &mut start, &mut with_bar)?;
+    let result = f(&mut start, &mut with_bar)?;
     bar.finish_and_clear();
-    Ok(outcome)
+    Ok(result)
 }
 
 struct ProgressSink<'a> {

@@ -13,8 +13,8 @@ use trajkit_model::Trajectory;
 use trajkit_verify::redact::{RedactionReport, Redactor, Rules};
 
 use super::init_threads;
-use crate::output::AtomicOutput;
 use crate::ReadArgs;
+use trajkit_ops::output::AtomicOutput;
 
 /// `trajkit redact ...`
 #[derive(Args)]
@@ -113,7 +113,7 @@ pub fn run(args: &RedactArgs) -> Result<u8> {
     if let Some(p) = &args.secrets {
         rules.load_secrets(p)?;
     }
-    let threads = init_threads(&args.read)?;
+    let threads = init_threads(&args.read.options)?;
     if args.preserve_format {
         return run_preserving(args, rules, threads);
     }
@@ -139,17 +139,17 @@ pub fn run(args: &RedactArgs) -> Result<u8> {
     let mut read_any = false;
     let mut file_errors = missing.len();
     if !sources.is_empty() {
-        let outcomes = match &args.read.outcomes {
+        let outcomes = match &args.read.options.outcomes {
             Some(p) => Some(std::sync::Arc::new(trajkit_formats::outcomes::OutcomeTable::load(p)?)),
             None => None,
         };
         let opts = Options {
-            format: args.read.format.clone(),
+            format: args.read.options.format.clone(),
             canonical: false,
             records: true,
             outcomes,
             analyze: None,
-            max_record_bytes: Some(crate::record_bytes(args.read.max_record_mib)),
+            max_record_bytes: Some(args.read.options.max_record_bytes()),
         };
         let reports = trajkit_formats::read_inputs(sources, &opts, &mut sink)?;
         read_any |= reports.iter().any(|r| r.error.is_none() || r.records > 0);
@@ -304,7 +304,7 @@ fn redact_preserving(
     let input = trajkit_formats::input::open(file)?;
     let mut out = AtomicOutput::create(target, threads)?;
     redactor.redact_json_text(&file.display, input, &mut out, report)?;
-    out.finish()
+    Ok(out.finish()?)
 }
 
 fn write_report(report: &RedactionReport, path: &Path) -> Result<()> {

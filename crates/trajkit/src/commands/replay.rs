@@ -16,7 +16,7 @@ use trajkit_verify::state::check::Expectation;
 use trajkit_verify::state::Store;
 
 use super::state::IgnoreArgs;
-use crate::output::AtomicOutput;
+use trajkit_ops::output::AtomicOutput;
 
 /// How to start the environment and where replayed states go.
 #[derive(Args, Clone)]

@@ -58,7 +58,7 @@ impl Sink for Problems {
 }
 
 pub fn run(args: &ReadArgs, strict: bool, json: bool, complete: bool) -> Result<u8> {
-    init_threads(args)?;
+    init_threads(&args.options)?;
     let mut sink = Problems { json, strict, rejected: 0, complete: complete.then(Tally::default) };
     let outcome = read_with(args, false, complete, &mut sink)?;
     let files = outcome.reports.len();

@@ -3,8 +3,9 @@
 use std::io::{self, BufWriter, Stdout, Write};
 use std::path::Path;
 
-use anyhow::{Context, Result};
 use trajkit_io::AtomicFile;
+
+use crate::OpsError;
 
 /// zstd level 1: 1.5x faster than level 3 on trajectory JSON for a slightly larger file.
 const ZSTD_LEVEL: i32 = 1;
@@ -13,6 +14,8 @@ const ZSTD_LEVEL: i32 = 1;
 /// interrupted run never leaves a half-written file under the final name.
 pub struct AtomicOutput {
     writer: Writer,
+    /// The destination, named in errors.
+    target: std::path::PathBuf,
 }
 
 enum Writer {
@@ -24,36 +27,35 @@ enum Writer {
 
 impl AtomicOutput {
     /// Opens `path` (`-` is stdout); compression by extension (.gz level 1, .zst level 1).
-    pub fn create(path: &Path, threads: usize) -> Result<Self> {
+    pub fn create(path: &Path, threads: usize) -> Result<Self, OpsError> {
         if path.as_os_str() == "-" {
-            return Ok(AtomicOutput { writer: Writer::Stdout(BufWriter::new(io::stdout())) });
+            return Ok(AtomicOutput { writer: Writer::Stdout(BufWriter::new(io::stdout())), target: path.into() });
         }
-        let file = AtomicFile::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+        let file = AtomicFile::create(path).map_err(OpsError::write(path))?;
         let writer = match path.extension().and_then(|e| e.to_str()) {
             Some("gz") => Writer::Gzip(flate2::write::GzEncoder::new(file, flate2::Compression::new(1))),
             Some("zst") | Some("zstd") => {
-                let mut z = zstd::stream::write::Encoder::new(file, ZSTD_LEVEL)?;
+                let mut z = zstd::stream::write::Encoder::new(file, ZSTD_LEVEL).map_err(OpsError::write(path))?;
                 if threads > 1 {
-                    z.multithread(threads as u32)?;
+                    z.multithread(threads as u32).map_err(OpsError::write(path))?;
                 }
                 Writer::Zstd(z)
             }
             _ => Writer::Plain(file),
         };
-        Ok(AtomicOutput { writer })
+        Ok(AtomicOutput { writer, target: path.into() })
     }
 
     /// Finishes the compressed stream, then syncs and renames the file into place.
-    pub fn finish(self) -> Result<()> {
+    pub fn finish(self) -> Result<(), OpsError> {
         let file = match self.writer {
-            Writer::Stdout(mut w) => return Ok(w.flush()?),
-            Writer::Plain(w) => w,
-            Writer::Gzip(w) => w.finish()?,
-            Writer::Zstd(w) => w.finish()?,
+            Writer::Stdout(mut w) => return w.flush().map_err(OpsError::write("-")),
+            Writer::Plain(w) => Ok(w),
+            Writer::Gzip(w) => w.finish(),
+            Writer::Zstd(w) => w.finish(),
         };
-        let target = file.target().to_path_buf();
-        file.finish().with_context(|| format!("cannot write {}", target.display()))?;
-        Ok(())
+        let file = file.map_err(OpsError::write(&self.target))?;
+        file.finish().map(|_| ()).map_err(OpsError::write(&self.target))
     }
 }
 
