@@ -9,8 +9,9 @@ import sqlite3
 
 import trajkit
 
-#: Files that differ between any two builds: the build time, and the manifest's entry for it.
-TIMED = {"build.json", "manifest.json"}
+#: Files that differ between any two builds: the build time, and the manifest's entry for it;
+#: the gallery, titled with the library directory's name (the two builds' names differ).
+TIMED = {"build.json", "manifest.json", "examples.html"}
 
 #: Index tables and the order that makes their rows comparable.
 TABLES = {

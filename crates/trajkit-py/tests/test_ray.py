@@ -41,10 +41,10 @@ def test_importing_trajkit_does_not_import_ray() -> None:
 
 def test_ray_build_of_the_examples_equals_trajkit_build(tmp_path) -> None:
     cli = cli_build(tmp_path / "cli", "--registry", str(REGISTRY))
-    # One task per file group (20 groups for 28 files: ATIF subagent files stay together).
+    # One task per file group (17 groups for 22 files: ATIF subagent files stay together).
     many = tray.build(out=tmp_path / "many", registry=REGISTRY, group_bytes=1)
-    assert len(many["tasks"]) == 20
-    assert (many["files"], many["trajectories"], many["rejected"]) == (28, 38, 21)
+    assert len(many["tasks"]) == 17
+    assert (many["files"], many["trajectories"], many["rejected"]) == (22, 38, 21)
     assert_same_library(cli, tmp_path / "many", same_shards=False)
     # One group: the shards too are byte-identical.
     one = tray.build(out=tmp_path / "one", registry=REGISTRY, group_bytes=1 << 40)
@@ -87,12 +87,12 @@ def test_a_worker_killed_mid_build_gives_the_identical_library(tmp_path) -> None
 def test_read_trajectories_yields_read_arrow_rows_and_rejections(tmp_path) -> None:
     path = FIXTURES / "bfcl"
     ds = tray.read_trajectories(str(FIXTURES / "gym"), group_bytes=1)
-    rows = ds.to_arrow().to_pylist()
+    rows = ds.take_all()
     expected = trajkit.read_arrow(str(FIXTURES / "gym")).read_all().to_pylist()
     key = lambda r: (r["source_path"].rsplit("/", 1)[-1], r["source_line"] or 0)  # noqa: E731
     assert len(rows) == len(expected) > 0
     assert [r["id"] for r in sorted(rows, key=key)] == [r["id"] for r in sorted(expected, key=key)]
-    rejected = tray.read_rejections(str(path)).to_arrow().to_pylist()
+    rejected = tray.read_rejections(str(path)).take_all()
     validation = trajkit.validate(str(path))
     assert len(rejected) == len(validation.rejections) > 0
     assert sorted(r["reason"] for r in rejected) == sorted(r["reason"] for r in validation.rejections)

@@ -42,7 +42,7 @@ def test_partials_run_on_both_nodes_and_give_the_same_library(two_nodes, tmp_pat
     assert got.returncode == 0, got.stderr
     summary = tray.build(out=tmp_path / "ray", registry=REGISTRY, group_bytes=1, task_hook=_slow)
     nodes = {t["node"] for t in summary["tasks"]}
-    assert len(summary["tasks"]) == 20
+    assert len(summary["tasks"]) == 17
     assert len(nodes) == 2, nodes
     assert nodes == {n["NodeID"] for n in ray.nodes() if n["Alive"]}
     assert_same_library(cli, tmp_path / "ray", same_shards=False)
