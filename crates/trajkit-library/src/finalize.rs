@@ -162,7 +162,7 @@ impl Merge<'_> {
                 line: n as u64 + 1,
                 source,
             })?;
-            if n as u64 % POLL_EVERY == 0 {
+            if (n as u64).is_multiple_of(POLL_EVERY) {
                 cancelled(self.progress)?;
             }
             let msg = match entry {
