@@ -136,7 +136,7 @@ fn an_id_repeated_in_another_group_gets_the_suffix_the_single_build_gives() {
     let src = real("gym/tau2__example_rollouts.jsonl");
     std::fs::copy(&src, data.join("a.jsonl")).unwrap();
     std::fs::copy(&src, data.join("b.jsonl")).unwrap();
-    let one = build_lib(&dir.path().join("one"), &[data.clone()], None);
+    let one = build_lib(&dir.path().join("one"), std::slice::from_ref(&data), None);
     let many = dir.path().join("many/lib");
     let opts = BuildOptions { inputs: vec![data], output: many.clone(), ..BuildOptions::default() };
     let (summary, groups) = build_in_groups(&opts);
