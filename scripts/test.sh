@@ -13,6 +13,8 @@ need=()
 for mod in maturin pytest pyarrow pandas polars duckdb datasets; do
   "$py" -c "import $mod" 2>/dev/null || need+=("$mod")
 done
+# The Ray tests (tests/test_ray*.py) run on a real local Ray: Ray Data and its deps (~630 MB).
+"$py" -c "import ray.data" 2>/dev/null || need+=("ray[data]")
 if [ ${#need[@]} -gt 0 ]; then
   # Debian's own Python refuses installs outside a virtualenv unless told otherwise (PEP 668).
   "$py" -m pip install --quiet "${need[@]}" 2>/dev/null ||
@@ -23,4 +25,5 @@ cargo build --locked -p trajkit
 export TRAJKIT_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/trajkit"
 MATURIN_PEP517_ARGS="--profile dev" "$py" -m pip install --quiet --no-build-isolation --force-reinstall --no-deps ./crates/trajkit-py 2>/dev/null ||
   MATURIN_PEP517_ARGS="--profile dev" "$py" -m pip install --quiet --no-build-isolation --force-reinstall --no-deps --break-system-packages ./crates/trajkit-py
-"$py" -m pytest crates/trajkit-py/tests -p no:cacheprovider
+# Ray 2.60 turns on token authentication by default; the local test clusters do not need it.
+RAY_AUTH_MODE=disabled "$py" -m pytest crates/trajkit-py/tests -p no:cacheprovider

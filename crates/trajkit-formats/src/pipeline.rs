@@ -144,14 +144,7 @@ type ProducerJob = (InputFile, Option<&'static dyn Reader>, Layout, Option<Box<d
 
 /// Reads every file, calling the sink in input order; returns one report per file.
 pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -> Result<Vec<FileReport>, FormatError> {
-    let forced =
-        match &opts.format {
-            Some(name) => Some(registry::by_name(name).ok_or_else(|| FormatError::UnknownFormat {
-                name: name.clone(),
-                known: registry::names().join(", "),
-            })?),
-            None => None,
-        };
+    let forced = forced_reader(opts)?;
     let limit = opts.record_limit();
     let mut plans: Vec<Plan> = files.into_par_iter().map(|f| plan(f, forced, limit)).collect();
     mark_consumed(&mut plans);
@@ -246,6 +239,49 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
         return Err(FormatError::Internal("a reading thread failed; results are incomplete".into()));
     }
     Ok(plans.into_iter().map(|p| p.report).collect())
+}
+
+/// The reader `opts.format` forces, if any.
+fn forced_reader(opts: &Options) -> Result<Option<&'static dyn Reader>, FormatError> {
+    match &opts.format {
+        Some(name) => {
+            Ok(Some(registry::by_name(name).ok_or_else(|| FormatError::UnknownFormat {
+                name: name.clone(),
+                known: registry::names().join(", "),
+            })?))
+        }
+        None => Ok(None),
+    }
+}
+
+/// Pairs `(consumer, consumed)` of indexes into `files`: a record of the first reads the
+/// second (subagent and continuation files, side reports, trial directories), found as
+/// `read_inputs` finds them. Planners keep such files in one read so that the result is
+/// the same as reading everything at once. Standard input is not looked at.
+pub fn consumption_edges(files: &[InputFile], opts: &Options) -> Result<Vec<(usize, usize)>, FormatError> {
+    let forced = forced_reader(opts)?;
+    let limit = opts.record_limit();
+    let refs: Vec<(usize, Vec<PathBuf>)> = files
+        .par_iter()
+        .enumerate()
+        .filter(|(_, f)| !f.is_stdin())
+        .filter_map(|(i, f)| {
+            let p = plan(f.clone(), forced, limit);
+            let r = p.reader.filter(|_| !p.parquet)?;
+            let targets = r.referenced_files(&p.file, p.layout);
+            (!targets.is_empty()).then_some((i, targets))
+        })
+        .collect();
+    if refs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let by_path: HashMap<PathBuf, usize> =
+        files.iter().enumerate().filter_map(|(i, f)| f.fs_path.canonicalize().ok().map(|p| (p, i))).collect();
+    let mut edges = Vec::new();
+    for (i, targets) in refs {
+        edges.extend(targets.iter().filter_map(|t| by_path.get(t)).filter(|&&j| j != i).map(|&j| (i, j)));
+    }
+    Ok(edges)
 }
 
 /// Detects the file's format (or applies the forced one).

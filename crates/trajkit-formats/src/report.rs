@@ -2,13 +2,13 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use trajkit_model::{GapKind, Step, Trajectory};
 
 use crate::rejection::Reason;
 
 /// Figures for one input file.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FileReport {
     pub path: String,
     /// Family name, or `null` when no reader recognises the file.

@@ -1,25 +1,22 @@
 //! `trajkit build`: read every source, score each trajectory, write canonical shards and
 //! the index, then everything computed from them; built in a sibling temporary
-//! directory and swapped into place only when complete.
+//! directory and swapped into place only when complete. Three phases, whether on one
+//! machine or on a cluster: `plan`, `partial`, `finalize` (docs/scale-out.md).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::hash::{Hash, Hasher};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use serde_json::json;
-use trajkit_formats::outcomes::OutcomeTable;
-use trajkit_formats::{FileReport, InputFile, Options, Rejection, Sink};
+use trajkit_formats::FileReport;
 use trajkit_model::{Authorship, Status, Trajectory};
 
 use crate::error::LibraryError;
-use crate::index::{CallRow, FileRow, IndexWriter, Msg, RejectionRow, StepRow};
-use crate::registry::{benchmark_hint, Registry, ResolvedSource, Role as SourceRole};
+use crate::index::{CallRow, StepRow};
+use crate::layout;
+use crate::plan::BuildPlan;
+use crate::registry::{ResolvedSource, Role as SourceRole};
 use crate::row::Row;
 use crate::score::score;
-use crate::shards::ShardWriter;
 use crate::split::SplitConfig;
-use crate::{coverage, layout, rows_out, stats};
 
 /// How to build.
 #[derive(Debug, Clone)]
@@ -98,13 +95,6 @@ pub struct BuildSummary {
     pub strict_failure: Option<String>,
 }
 
-/// A file to read and the source it belongs to.
-struct Planned {
-    file: InputFile,
-    source: usize,
-    bytes: u64,
-}
-
 /// Something written into the finished library before its manifest (the gallery): it
 /// gets the library opened from the staging directory.
 pub type Finisher<'a> = &'a dyn Fn(&crate::read::Library) -> Result<(), String>;
@@ -115,425 +105,95 @@ pub fn build(opts: &BuildOptions, progress: &dyn Progress) -> Result<BuildSummar
 }
 
 /// Builds the library, running `finisher` on the complete library before the manifest
-/// is written and the library swapped into place.
+/// is written and the library swapped into place. The same phases as a build on a
+/// cluster (`plan`, `build_partial`, `finalize`), with the whole plan as one partial: one
+/// read keeps every core busy, and its shards and index are today's byte for byte.
 pub fn build_with(
     opts: &BuildOptions,
     progress: &dyn Progress,
     finisher: Option<Finisher>,
 ) -> Result<BuildSummary, LibraryError> {
-    opts.split.validate().map_err(|m| LibraryError::Invalid { path: opts.output.clone(), message: m })?;
-    // Checked before locking, so no lock file is left beside a directory that is refused.
-    layout::check_target(&opts.output)?;
-    let lock = layout::BuildLock::acquire(&opts.output, opts.wait)?;
-    let registry = match &opts.registry {
-        Some(p) => Registry::load(p)?,
-        None => Registry::from_inputs(&opts.inputs),
-    };
-    let (plan, mut warnings) = plan_files(&registry, &opts.inputs)?;
-    if opts.registry.is_none() {
-        warnings.extend(benchmark_warnings(&registry, &plan));
-    }
-    for w in &warnings {
+    let session = BuildSession::begin(opts)?;
+    let plan = crate::plan::plan(opts, None)?;
+    for w in &plan.warnings {
         progress.warn(w);
     }
-    let outcomes = match &opts.outcomes {
-        Some(p) => Some(Arc::new(
-            OutcomeTable::load(p).map_err(|e| LibraryError::Invalid { path: p.clone(), message: e.to_string() })?,
-        )),
-        None => None,
-    };
-    let staging = layout::Staging::create(&opts.output, &lock)?;
-    let summary = build_into(staging.path(), opts, &registry, plan, outcomes, warnings, progress)?;
-    if summary.strict_failure.is_some() {
-        return Ok(summary); // the staging directory is removed on drop; the old library stays
-    }
-    if let Some(finish) = finisher {
-        let lib = crate::read::Library::open(staging.path())?;
-        finish(&lib).map_err(|message| LibraryError::Invalid { path: opts.output.clone(), message })?;
-    }
-    progress.stage("manifest");
-    let manifest_path = staging.path().join(trajkit_verify::manifest::DEFAULT_NAME);
-    let manifest = trajkit_verify::manifest::create(staging.path(), &[trajkit_verify::manifest::DEFAULT_NAME])
-        .map_err(|e| LibraryError::Invalid { path: manifest_path.clone(), message: e.to_string() })?;
-    trajkit_verify::manifest::write(&manifest, &manifest_path)
-        .map_err(|e| LibraryError::Invalid { path: manifest_path.clone(), message: e.to_string() })?;
-    staging.commit()?;
-    progress.stage("done");
-    Ok(summary)
-}
-
-fn plan_files(registry: &Registry, inputs: &[PathBuf]) -> Result<(Vec<Planned>, Vec<String>), LibraryError> {
-    let roots: Vec<PathBuf> = if inputs.is_empty() {
-        registry.sources.iter().flat_map(|s| s.roots.iter().cloned()).collect()
-    } else {
-        inputs.to_vec()
-    };
-    let (files, errors) = trajkit_formats::discover(&roots);
-    if let Some(e) = errors.into_iter().next() {
-        return Err(LibraryError::Invalid { path: PathBuf::from("."), message: e.to_string() });
-    }
-    let mut seen = HashSet::new();
-    let mut warnings = Vec::new();
-    let mut plan = Vec::new();
-    for file in files {
-        let canonical = file.fs_path.canonicalize().unwrap_or_else(|_| file.fs_path.clone());
-        if !seen.insert(canonical.clone()) {
-            continue;
-        }
-        match registry.source_of(&canonical) {
-            Some(source) => {
-                let bytes = std::fs::metadata(&file.fs_path).map(|m| m.len()).unwrap_or(0);
-                // Provenance, index and gallery name the file relative to its source's base.
-                let display = registry.sources[source].base.relative(&file.fs_path).display().to_string();
-                plan.push(Planned { file: InputFile { display, ..file }, source, bytes });
-            }
-            None => warnings.push(format!("{}: not covered by any source of the registry; not read", file.display)),
-        }
-    }
-    // Sources in registry order; files in discovery order within each.
-    plan.sort_by_key(|p| p.source);
-    Ok((plan, warnings))
-}
-
-fn benchmark_warnings(registry: &Registry, plan: &[Planned]) -> Vec<String> {
-    let mut out = Vec::new();
-    for (i, s) in registry.sources.iter().enumerate() {
-        let text = format!("{} {}", s.source.name, s.source.paths.join(" "));
-        let files: Vec<&str> = plan.iter().filter(|p| p.source == i).map(|p| p.file.display.as_str()).collect();
-        let joined = files.iter().take(200).copied().collect::<Vec<_>>().join(" ");
-        if let Some(bench) = benchmark_hint(&format!("{text} {joined}"), &[]) {
-            out.push(format!(
-                "source {:?} looks like the public evaluation benchmark {bench}; its tasks will be used for \
-                 training unless a registry marks it `role = \"evaluation_only\"`",
-                s.source.name
-            ));
-        }
-    }
-    out
-}
-
-/// Everything the reading sink keeps while records stream by.
-struct LibrarySink<'a> {
-    index: &'a IndexWriter,
-    shards: ShardWriter,
-    source: &'a ResolvedSource,
-    file_numbers: &'a HashMap<String, u64>,
-    ordinal: u64,
-    ids: HashMap<u64, u32>,
-    error: Option<LibraryError>,
-    strict: bool,
-    strict_failure: Option<String>,
-    progress: &'a dyn Progress,
-    sizes: &'a HashMap<String, u64>,
-    formats_seen: BTreeMap<String, u64>,
-}
-
-impl LibrarySink<'_> {
-    fn fail(&mut self, e: LibraryError) {
-        if self.error.is_none() {
-            self.error = Some(e);
-        }
-    }
-
-    /// The library id: the record's, suffixed `~N` for its N-th repeat elsewhere.
-    fn unique_id(&mut self, id: &str) -> String {
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        id.hash(&mut h);
-        let n = self.ids.entry(h.finish()).or_insert(0);
-        *n += 1;
-        if *n == 1 {
-            id.to_string()
-        } else {
-            format!("{id}~{}", *n - 1)
-        }
-    }
-
-    /// Files a record: a library-unique id, a shard line, and its row, steps and tool
-    /// calls (computed on the worker threads) to the index.
-    fn add(&mut self, analysis: Analysis, canonical: &[u8]) -> Result<(), LibraryError> {
-        let Analysis { mut row, steps, calls } = analysis;
-        let id = self.unique_id(&row.id);
-        let renamed;
-        let bytes = if id == row.id {
-            canonical
-        } else {
-            renamed = with_id(canonical, &id, &row.path)?;
-            &renamed
-        };
-        let (shard, shard_line) = self.shards.append(bytes)?;
-        row.id = id;
-        row.shard = shard;
-        row.shard_line = shard_line;
-        *self.formats_seen.entry(row.format.clone()).or_default() += 1;
-        let ordinal = self.ordinal;
-        self.ordinal += 1;
-        if !self.index.send(Msg::Trajectory { ordinal, row: Box::new(row), steps, calls }) {
-            return Err(LibraryError::Invalid {
-                path: PathBuf::from("index.sqlite"),
-                message: "index writer stopped".into(),
-            });
-        }
-        Ok(())
-    }
-}
-
-/// What the worker threads compute from each accepted record (`Options::analyze`), so the
-/// ordered thread only files it.
-struct Analysis {
-    row: Row,
-    steps: Vec<StepRow>,
-    calls: Vec<CallRow>,
-}
-
-/// The analyzer of one source: its row (id and shard filled in later), steps and calls.
-fn analyzer(source: &ResolvedSource, split: &SplitConfig) -> trajkit_formats::pipeline::Analyzer {
-    let (source, split) = (source.clone(), split.clone());
-    Arc::new(move |t: &Trajectory| {
-        let row = make_row(t, t.id.clone(), &source, &split, String::new(), 0);
-        let (steps, calls) = step_rows(t);
-        Box::new(Analysis { row, steps, calls }) as Box<dyn std::any::Any + Send>
-    })
-}
-
-/// The canonical JSON of a record with another id (the rare repeat of an id).
-fn with_id(canonical: &[u8], id: &str, path: &str) -> Result<Vec<u8>, LibraryError> {
-    let invalid = |e: serde_json::Error| LibraryError::Invalid { path: PathBuf::from(path), message: e.to_string() };
-    let mut t: Trajectory = serde_json::from_slice(canonical).map_err(invalid)?;
-    t.id = id.to_string();
-    let mut out = Vec::with_capacity(canonical.len() + 8);
-    trajkit_model::canonical::write_canonical(&t, &mut out).map_err(invalid)?;
-    out.push(b'\n');
-    Ok(out)
-}
-
-impl Sink for LibrarySink<'_> {
-    fn trajectory(&mut self, _file: &InputFile, _t: Option<&Trajectory>, _canonical: Option<&[u8]>) {
-        // Every record comes through `analyzed` (the build always sets an analyzer).
-    }
-
-    fn analyzed(&mut self, _file: &InputFile, analysis: Box<dyn std::any::Any + Send>, canonical: Option<&[u8]>) {
-        if self.error.is_some() {
-            return;
-        }
-        let (Ok(analysis), Some(c)) = (analysis.downcast::<Analysis>(), canonical) else {
-            self.fail(LibraryError::Invalid {
-                path: PathBuf::from("."),
-                message: "record without its analysis".into(),
-            });
-            return;
-        };
-        if let Err(e) = self.add(*analysis, c) {
-            self.fail(e);
-        }
-    }
-
-    fn rejection(&mut self, r: &Rejection) {
-        let file = self.file_numbers.get(&r.path).copied().unwrap_or(u64::MAX);
-        for p in &r.problems {
-            self.index.send(Msg::Rejection(RejectionRow {
-                file,
-                path: r.path.clone(),
-                line: r.line,
-                document_index: r.document_index,
-                reason: p.reason.as_str().to_string(),
-                json_path: p.json_path.clone(),
-                message: p.message.clone(),
-            }));
-        }
-        if self.strict && self.strict_failure.is_none() {
-            let p = r.problems.first();
-            self.strict_failure = Some(format!(
-                "{}: {}: {}: {}",
-                r.location(),
-                p.map(|p| p.json_path.as_str()).unwrap_or("$"),
-                r.reason.as_str(),
-                p.map(|p| p.message.as_str()).unwrap_or("")
-            ));
-        }
-    }
-
-    fn file_done(&mut self, report: &FileReport) {
-        let file = self.file_numbers.get(&report.path).copied().unwrap_or(u64::MAX);
-        if self.strict && self.strict_failure.is_none() {
-            if let Some(e) = &report.error {
-                self.strict_failure = Some(format!("{}: {e}", report.path));
-            }
-        }
-        self.index.send(Msg::File(FileRow { file, source: self.source.source.name.clone(), report: report.clone() }));
-        let bytes = self.sizes.get(&report.path).copied().unwrap_or(0);
-        self.progress.file_done(report, bytes, self.ordinal);
-    }
-
-    fn should_stop(&self) -> bool {
-        self.error.is_some() || self.strict_failure.is_some() || self.progress.cancelled()
-    }
-}
-
-fn build_into(
-    dir: &Path,
-    opts: &BuildOptions,
-    registry: &Registry,
-    plan: Vec<Planned>,
-    outcomes: Option<Arc<OutcomeTable>>,
-    warnings: Vec<String>,
-    progress: &dyn Progress,
-) -> Result<BuildSummary, LibraryError> {
-    let index_path = dir.join("index.sqlite");
-    let index = IndexWriter::start(&index_path)?;
-    for s in &registry.sources {
-        let src = &s.source;
-        index.send(Msg::Source {
-            name: src.name.clone(),
-            format: src.format.clone(),
-            license: src.license.clone(),
-            family: src.family.clone(),
-            version: src.version.clone(),
-            role: src.role.as_str().to_string(),
-            success_rule: src.success.clone(),
-            paths: serde_json::to_string(&src.paths).unwrap_or_default(),
-        });
-    }
-    for (key, value) in [
-        ("trajkit_version", env!("CARGO_PKG_VERSION").to_string()),
-        ("record_schema_version", trajkit_model::SCHEMA_VERSION.to_string()),
-        ("split", serde_json::to_string(&opts.split).unwrap_or_default()),
-    ] {
-        index.send(Msg::Meta(key.to_string(), value));
-    }
-    let file_numbers: HashMap<String, u64> =
-        plan.iter().enumerate().map(|(i, p)| (p.file.display.clone(), i as u64)).collect();
-    let sizes: HashMap<String, u64> = plan.iter().map(|p| (p.file.display.clone(), p.bytes)).collect();
-    progress.start(plan.len() as u64, plan.iter().map(|p| p.bytes).sum());
+    progress.start(plan.files, plan.bytes);
     progress.stage("reading");
-    let mut sink = LibrarySink {
-        index: &index,
-        shards: ShardWriter::new(&dir.join("canonical"), opts.shard_bytes, opts.threads)?,
-        source: &registry.sources[0],
-        file_numbers: &file_numbers,
-        ordinal: 0,
-        ids: HashMap::new(),
-        error: None,
-        strict: opts.strict,
-        strict_failure: None,
-        progress,
-        sizes: &sizes,
-        formats_seen: BTreeMap::new(),
-    };
-    let mut reports: Vec<(usize, FileReport)> = Vec::new();
-    let mut by_source: Vec<Vec<InputFile>> = vec![Vec::new(); registry.sources.len()];
-    for p in plan {
-        by_source[p.source].push(p.file);
-    }
-    for (i, files) in by_source.into_iter().enumerate() {
-        if files.is_empty() || sink.should_stop() {
-            continue;
+    for group in &plan.groups {
+        let partial = crate::partial::build_partial(opts, group, session.staging(), progress)?;
+        if partial.strict_failure.is_some() {
+            break; // finalize reports it; the groups after it need not be read
         }
-        let source = &registry.sources[i];
-        sink.source = source;
-        let format =
-            if source.source.format == "auto" { opts.format.clone() } else { Some(source.source.format.clone()) };
-        let read_opts = Options {
-            format,
-            canonical: true,
-            records: false,
-            outcomes: outcomes.clone(),
-            analyze: Some(analyzer(source, &opts.split)),
-            max_record_bytes: opts.max_record_bytes,
-        };
-        let got = trajkit_formats::read_inputs(files, &read_opts, &mut sink)
-            .map_err(|e| LibraryError::Invalid { path: PathBuf::from(&source.source.name), message: e.to_string() })?;
-        reports.extend(got.into_iter().map(|r| (i, r)));
-    }
-    let LibrarySink { shards, error, strict_failure, ordinal, .. } = sink;
-    let shard_count = shards.finish()?;
-    let conn = index.finish()?;
-    if let Some(e) = error {
-        return Err(e);
     }
     if progress.cancelled() {
         return Err(LibraryError::Cancelled);
     }
-    let records: u64 = reports.iter().map(|(_, r)| r.records).sum();
-    let rejected: u64 = reports.iter().map(|(_, r)| r.rejected).sum();
-    let mut summary = BuildSummary {
-        files: reports.len() as u64,
-        records,
-        trajectories: ordinal,
-        rejected,
-        unreadable: reports.iter().filter(|(_, r)| r.error.is_some()).count() as u64,
-        shards: shard_count,
-        warnings,
-        strict_failure,
-    };
-    if summary.strict_failure.is_some() {
-        return Ok(summary);
+    session.finish(opts, &plan, progress, finisher)
+}
+
+/// A build in progress: the output's build lock and its staging directory, where the
+/// partials are written. Dropped unfinished, the staging directory is removed and the
+/// old library stays.
+pub struct BuildSession {
+    // Field order is drop order: the staging directory goes before the lock is released.
+    staging: layout::Staging,
+    _lock: layout::BuildLock,
+}
+
+impl BuildSession {
+    /// Checks the options and the output, takes the build lock, creates the staging directory.
+    pub fn begin(opts: &BuildOptions) -> Result<BuildSession, LibraryError> {
+        opts.split.validate().map_err(|m| LibraryError::Invalid { path: opts.output.clone(), message: m })?;
+        // Checked before locking, so no lock file is left beside a directory that is refused.
+        layout::check_target(&opts.output)?;
+        let lock = layout::BuildLock::acquire(&opts.output, opts.wait)?;
+        let staging = layout::Staging::create(&opts.output, &lock)?;
+        Ok(BuildSession { staging, _lock: lock })
     }
-    progress.stage("indexing");
-    crate::index::finalize(&conn, &index_path)?;
-    progress.stage("evaluation rows");
-    rows_out::write_rows(&conn, &index_path, &dir.join(crate::read::ROWS_PATH))?;
-    progress.stage("statistics");
-    let stats = stats::compute(&conn, &index_path)?;
-    layout::write_json(&dir.join("evaluation/summary.json"), &stats)?;
-    layout::write_json(&dir.join("evaluation/model_imitation.json"), &model_imitation())?;
-    progress.stage("coverage");
-    layout::write_json(&dir.join("coverage.json"), &coverage::coverage(registry, &reports, &conn, &index_path)?)?;
-    drop(conn);
-    layout::write_json(&dir.join("build.json"), &build_info(opts, registry, &summary))?;
-    summary.warnings.sort();
-    Ok(summary)
-}
 
-fn model_imitation() -> serde_json::Value {
-    json!({
-        "status": "not_computed",
-        "reason": "teacher-forced token NLL needs a model, a tokenizer and an inference runtime; none is configured for this build",
-        "metrics": null
-    })
-}
+    /// The staging directory (partials go to its `partials/`).
+    pub fn staging(&self) -> &Path {
+        self.staging.path()
+    }
 
-/// Seconds since the epoch: `SOURCE_DATE_EPOCH` when set (reproducible builds), else now.
-fn built_at() -> u64 {
-    let env = std::env::var("SOURCE_DATE_EPOCH").ok().and_then(|s| s.trim().parse().ok());
-    env.unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
-    })
-}
-
-fn build_info(opts: &BuildOptions, registry: &Registry, summary: &BuildSummary) -> serde_json::Value {
-    let built_at = built_at();
-    json!({
-        "kind": crate::read::LIBRARY_KIND,
-        "trajkit_version": env!("CARGO_PKG_VERSION"),
-        "record_schema_version": trajkit_model::SCHEMA_VERSION,
-        "library_layout_version": 1,
-        "options": {
-            "format": opts.format,
-            "outcomes": opts.outcomes.as_ref().map(|p| p.display().to_string()),
-            "strict": opts.strict,
-            "shard_bytes": opts.shard_bytes,
-        },
-        "split": opts.split,
-        // The file name only: where it lies on the builder's machine is not the library's business.
-        "registry": registry.file.as_ref().and_then(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()),
-        "sources": registry.sources.iter().map(|s| &s.source).collect::<Vec<_>>(),
-        "inputs": opts.inputs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
-        "figures": {
-            "files": summary.files,
-            "records": summary.records,
-            "trajectories": summary.trajectories,
-            "rejected": summary.rejected,
-            "shards": summary.shards,
-        },
-        "warnings": summary.warnings,
-        "built_at_unix": built_at,
-    })
+    /// Finalizes the partials of `plan`, runs the finisher, writes the manifest and swaps
+    /// the library into place. A strict failure returns its summary and writes nothing.
+    pub fn finish(
+        self,
+        opts: &BuildOptions,
+        plan: &BuildPlan,
+        progress: &dyn Progress,
+        finisher: Option<Finisher>,
+    ) -> Result<BuildSummary, LibraryError> {
+        let staging = self.staging.path();
+        let summary = crate::finalize::finalize(opts, plan, staging, progress)?;
+        if summary.strict_failure.is_some() {
+            return Ok(summary); // the staging directory is removed on drop; the old library stays
+        }
+        if let Some(finish) = finisher {
+            let lib = crate::read::Library::open(staging)?;
+            finish(&lib).map_err(|message| LibraryError::Invalid { path: opts.output.clone(), message })?;
+        }
+        if progress.cancelled() {
+            return Err(LibraryError::Cancelled);
+        }
+        progress.stage("manifest");
+        let manifest_path = staging.join(trajkit_verify::manifest::DEFAULT_NAME);
+        let manifest = trajkit_verify::manifest::create(staging, &[trajkit_verify::manifest::DEFAULT_NAME])
+            .map_err(|e| LibraryError::Invalid { path: manifest_path.clone(), message: e.to_string() })?;
+        trajkit_verify::manifest::write(&manifest, &manifest_path)
+            .map_err(|e| LibraryError::Invalid { path: manifest_path.clone(), message: e.to_string() })?;
+        self.staging.commit()?;
+        progress.stage("done");
+        Ok(summary)
+    }
 }
 
 /// The row of a trajectory: identity, provenance and every field computed from the
 /// record alone. Fields that need all rows (duplicate group size, task rank, protected
 /// splits, training eligibility) are completed in the index.
-fn make_row(
+pub(crate) fn make_row(
     t: &Trajectory,
     id: String,
     source: &ResolvedSource,
@@ -620,15 +280,15 @@ fn is_instance_id(s: &str) -> bool {
 }
 
 /// Step and tool-call rows of the run's own steps (index order = step order).
-fn step_rows(t: &Trajectory) -> (Vec<StepRow>, Vec<CallRow>) {
+pub(crate) fn step_rows(t: &Trajectory) -> (Vec<StepRow>, Vec<CallRow>) {
     let answered: HashSet<&str> =
         t.steps.iter().flat_map(|s| s.tool_results.iter().filter_map(|r| r.call_id.as_deref())).collect();
     let mut steps = Vec::with_capacity(t.steps.len());
     let mut calls = Vec::new();
     for (i, s) in t.steps.iter().enumerate() {
         steps.push(StepRow {
-            role: s.role.as_str(),
-            authorship: if s.authorship == Authorship::Unknown { "unknown" } else { "declared" },
+            role: s.role.as_str().into(),
+            authorship: if s.authorship == Authorship::Unknown { "unknown" } else { "declared" }.into(),
             copied_context: s.copied_context,
             subagent: s.subagent,
             model: s.model.clone(),

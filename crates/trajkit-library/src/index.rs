@@ -2,6 +2,7 @@
 //! rows in one transaction; secondary indexes, duplicate groups, task ranks and splits
 //! are computed in SQL once everything is loaded. Schema: docs/library.md.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
 
@@ -85,11 +86,11 @@ CREATE INDEX rejections_reason ON rejections (reason);
 ANALYZE;
 ";
 
-/// A step as the index keeps it.
-#[derive(Debug, Clone)]
+/// A step as the index keeps it (serialized in a partial's entries).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct StepRow {
-    pub role: &'static str,
-    pub authorship: &'static str,
+    pub role: Cow<'static, str>,
+    pub authorship: Cow<'static, str>,
     pub copied_context: bool,
     pub subagent: bool,
     pub model: Option<String>,
@@ -101,7 +102,7 @@ pub struct StepRow {
 }
 
 /// A tool call as the index keeps it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct CallRow {
     pub step: u32,
     pub call: u32,
@@ -112,7 +113,7 @@ pub struct CallRow {
 }
 
 /// A rejected record as the index keeps it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct RejectionRow {
     pub file: u64,
     pub path: String,
@@ -325,8 +326,8 @@ fn insert_trajectory(
         st.execute(params![
             ordinal,
             i as u64,
-            s.role,
-            s.authorship,
+            s.role.as_ref(),
+            s.authorship.as_ref(),
             s.copied_context,
             s.subagent,
             s.model,
@@ -344,13 +345,21 @@ fn insert_trajectory(
     Ok(())
 }
 
-/// Computes everything that needs all rows and builds the indexes. No `VACUUM`: the file
-/// is written once by one thread in row order (deterministic as it is), and compacting it
-/// cost a third of the finalize time for a few percent of size.
-pub fn finalize(conn: &Connection, path: &Path) -> Result<(), LibraryError> {
+/// Computes everything that needs all rows and builds the indexes, one statement at a
+/// time so that `cancelled` is heard between them. No `VACUUM`: the file is written once
+/// by one thread in row order (deterministic as it is), and compacting it cost a third of
+/// the finalize time for a few percent of size.
+pub fn finalize(conn: &Connection, path: &Path, cancelled: &dyn Fn() -> bool) -> Result<(), LibraryError> {
     let sql = |source| LibraryError::Sqlite { path: path.to_path_buf(), source };
     conn.execute_batch("BEGIN").map_err(sql)?;
-    conn.execute_batch(FINALIZE).map_err(sql)?;
+    // The statements hold no `;` inside literals.
+    for statement in FINALIZE.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+        if cancelled() {
+            conn.execute_batch("ROLLBACK").map_err(sql)?;
+            return Err(LibraryError::Cancelled);
+        }
+        conn.execute_batch(statement).map_err(sql)?;
+    }
     conn.execute_batch("COMMIT").map_err(sql)?;
     Ok(())
 }

@@ -4,9 +4,12 @@
 pub mod build;
 pub mod coverage;
 pub mod error;
+pub mod finalize;
 pub mod index;
 pub mod latency;
 pub mod layout;
+pub mod partial;
+pub mod plan;
 pub mod read;
 pub mod registry;
 pub mod row;
@@ -16,8 +19,11 @@ pub mod shards;
 pub mod split;
 pub mod stats;
 
-pub use build::{build, build_with, BuildOptions, BuildSummary, Finisher, Progress, Quiet};
+pub use build::{build, build_with, BuildOptions, BuildSession, BuildSummary, Finisher, Progress, Quiet};
 pub use error::LibraryError;
+pub use finalize::finalize;
+pub use partial::{build_partial, PartialSummary};
+pub use plan::{plan, BuildPlan, FileGroup, PlannedFile};
 pub use read::{Library, Records, Rows, LIBRARY_KIND, ROWS_PATH};
 pub use registry::Registry;
 pub use row::Row;

@@ -6,6 +6,7 @@
 mod arrow;
 mod errors;
 mod library;
+mod scale;
 mod stream;
 mod wait;
 
@@ -154,5 +155,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(export, m)?)?;
     m.add_function(wrap_pyfunction!(query, m)?)?;
     m.add_function(wrap_pyfunction!(trajectories, m)?)?;
+    m.add_class::<scale::RayBuild>()?;
+    m.add_function(wrap_pyfunction!(scale::plan, m)?)?;
+    m.add_function(wrap_pyfunction!(scale::build_partial, m)?)?;
     errors::register(m)
 }

@@ -1,0 +1,298 @@
+//! Finalizing, the last of a build's phases: the partials of every group, in plan order,
+//! become one library in the staging directory: library-unique ids (`~N` across groups),
+//! shards renumbered into `canonical/`, the index loaded in reading order, then the
+//! cross-record work (duplicate groups, ranks, protected splits), evaluation rows,
+//! summary, coverage and `build.json`. Cancellation is polled between and within stages.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use trajkit_formats::FileReport;
+
+use crate::build::{BuildOptions, BuildSummary, Progress};
+use crate::error::LibraryError;
+use crate::index::{FileRow, IndexWriter, Msg};
+use crate::partial::{unique_id, with_id, Entry, IdCounts, PartialSummary, ENTRIES, SUMMARY};
+use crate::plan::{partial_dir, registry_of, BuildPlan};
+use crate::registry::Registry;
+use crate::shards::ShardWriter;
+use crate::{coverage, layout, rows_out, stats};
+
+/// Entries loaded between two looks at `Progress::cancelled`.
+const POLL_EVERY: u64 = 4096;
+
+/// Finalizes the partials of `plan` in `staging` into a library there (not yet swapped
+/// into place). A partial that is missing fails the build, naming its group.
+pub fn finalize(
+    opts: &BuildOptions,
+    plan: &BuildPlan,
+    staging: &Path,
+    progress: &dyn Progress,
+) -> Result<BuildSummary, LibraryError> {
+    let registry = registry_of(opts)?;
+    let partials = read_summaries(plan, staging)?;
+    if let Some(failure) = partials.iter().find_map(|p| p.strict_failure.clone()) {
+        let mut summary = figures(&partials, &[], plan.warnings.clone());
+        summary.strict_failure = Some(failure);
+        return Ok(summary);
+    }
+    progress.stage("merging");
+    let index_path = staging.join("index.sqlite");
+    let index = IndexWriter::start(&index_path)?;
+    send_header(&index, &registry, opts);
+    let mut merge = Merge { index: &index, ids: HashMap::new(), ordinal: 0, shards: 0, reports: Vec::new(), progress };
+    for p in &partials {
+        merge.partial(staging, p, &registry)?;
+    }
+    let reports = std::mem::take(&mut merge.reports);
+    let conn = index.finish()?;
+    cancelled(progress)?;
+    let dir = staging.join("partials");
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(LibraryError::io(&dir))?;
+    }
+    let mut summary = figures(&partials, &reports, plan.warnings.clone());
+    progress.stage("indexing");
+    crate::index::finalize(&conn, &index_path, &|| progress.cancelled())?;
+    cancelled(progress)?;
+    progress.stage("evaluation rows");
+    rows_out::write_rows(&conn, &index_path, &staging.join(crate::read::ROWS_PATH))?;
+    cancelled(progress)?;
+    progress.stage("statistics");
+    let stats = stats::compute(&conn, &index_path)?;
+    layout::write_json(&staging.join("evaluation/summary.json"), &stats)?;
+    layout::write_json(&staging.join("evaluation/model_imitation.json"), &model_imitation())?;
+    cancelled(progress)?;
+    progress.stage("coverage");
+    layout::write_json(&staging.join("coverage.json"), &coverage::coverage(&registry, &reports, &conn, &index_path)?)?;
+    drop(conn);
+    layout::write_json(&staging.join("build.json"), &build_info(opts, &registry, &summary))?;
+    summary.warnings.sort();
+    Ok(summary)
+}
+
+/// `Err(Cancelled)` once the caller asked to stop.
+fn cancelled(progress: &dyn Progress) -> Result<(), LibraryError> {
+    if progress.cancelled() {
+        Err(LibraryError::Cancelled)
+    } else {
+        Ok(())
+    }
+}
+
+/// The summaries of every group's partial, in plan order.
+fn read_summaries(plan: &BuildPlan, staging: &Path) -> Result<Vec<PartialSummary>, LibraryError> {
+    plan.groups
+        .iter()
+        .map(|g| {
+            let path = partial_dir(staging, g.index).join(SUMMARY);
+            let bytes = std::fs::read(&path).map_err(|e| LibraryError::Invalid {
+                path: path.clone(),
+                message: format!("the partial of group {} is missing (its task did not finish): {e}", g.index),
+            })?;
+            serde_json::from_slice(&bytes).map_err(|source| LibraryError::Json { path, line: 1, source })
+        })
+        .collect()
+}
+
+/// The build's figures from its partials and file reports.
+fn figures(partials: &[PartialSummary], reports: &[(usize, FileReport)], warnings: Vec<String>) -> BuildSummary {
+    BuildSummary {
+        files: partials.iter().map(|p| p.files).sum(),
+        records: reports.iter().map(|(_, r)| r.records).sum(),
+        trajectories: partials.iter().map(|p| p.trajectories).sum(),
+        rejected: reports.iter().map(|(_, r)| r.rejected).sum(),
+        unreadable: reports.iter().filter(|(_, r)| r.error.is_some()).count() as u64,
+        shards: partials.iter().map(|p| p.shards).sum(),
+        warnings,
+        strict_failure: None,
+    }
+}
+
+/// Sources and build metadata, loaded before any record.
+fn send_header(index: &IndexWriter, registry: &Registry, opts: &BuildOptions) {
+    for s in &registry.sources {
+        let src = &s.source;
+        index.send(Msg::Source {
+            name: src.name.clone(),
+            format: src.format.clone(),
+            license: src.license.clone(),
+            family: src.family.clone(),
+            version: src.version.clone(),
+            role: src.role.as_str().to_string(),
+            success_rule: src.success.clone(),
+            paths: serde_json::to_string(&src.paths).unwrap_or_default(),
+        });
+    }
+    for (key, value) in [
+        ("trajkit_version", env!("CARGO_PKG_VERSION").to_string()),
+        ("record_schema_version", trajkit_model::SCHEMA_VERSION.to_string()),
+        ("split", serde_json::to_string(&opts.split).unwrap_or_default()),
+    ] {
+        index.send(Msg::Meta(key.to_string(), value));
+    }
+}
+
+/// The merge of partials into the index and `canonical/`, in plan order.
+struct Merge<'a> {
+    index: &'a IndexWriter,
+    ids: IdCounts,
+    ordinal: u64,
+    /// Shards placed so far (the next partial's shards are numbered from here).
+    shards: u32,
+    reports: Vec<(usize, FileReport)>,
+    progress: &'a dyn Progress,
+}
+
+impl Merge<'_> {
+    /// Loads one partial's entries and moves its shards into place, rewriting the
+    /// records whose id repeats one of an earlier group.
+    fn partial(&mut self, staging: &Path, p: &PartialSummary, registry: &Registry) -> Result<(), LibraryError> {
+        let dir = partial_dir(staging, p.group);
+        let path = dir.join(ENTRIES);
+        let file = std::fs::File::open(&path).map_err(LibraryError::io(&path))?;
+        // Per shard of the partial: line -> the id the record gets in the library.
+        let mut renames: BTreeMap<u32, HashMap<u64, String>> = BTreeMap::new();
+        for (n, line) in BufReader::with_capacity(1 << 20, file).lines().enumerate() {
+            let line = line.map_err(LibraryError::io(&path))?;
+            let entry: Entry = serde_json::from_str(&line).map_err(|source| LibraryError::Json {
+                path: path.clone(),
+                line: n as u64 + 1,
+                source,
+            })?;
+            if (n as u64).is_multiple_of(POLL_EVERY) {
+                cancelled(self.progress)?;
+            }
+            let msg = match entry {
+                Entry::Trajectory { record_id, mut row, steps, calls } => {
+                    let local = shard_number(&row.shard).ok_or_else(|| LibraryError::Invalid {
+                        path: path.clone(),
+                        message: format!("line {}: shard {:?} is not a partial's shard", n + 1, row.shard),
+                    })?;
+                    let id = unique_id(&mut self.ids, &record_id);
+                    if id != row.id {
+                        renames.entry(local).or_default().insert(row.shard_line, id.clone());
+                        row.id = id;
+                    }
+                    row.shard = shard_name(self.shards + local);
+                    let ordinal = self.ordinal;
+                    self.ordinal += 1;
+                    Msg::Trajectory { ordinal, row, steps, calls }
+                }
+                Entry::Rejection(r) => Msg::Rejection(r),
+                Entry::File { file, source, report } => {
+                    let name = registry.sources.get(source).map(|s| s.source.name.clone()).unwrap_or_default();
+                    self.reports.push((source, report.clone()));
+                    Msg::File(FileRow { file, source: name, report })
+                }
+            };
+            if !self.index.send(msg) {
+                return Err(LibraryError::Invalid {
+                    path: PathBuf::from("index.sqlite"),
+                    message: "index writer stopped".into(),
+                });
+            }
+        }
+        self.place_shards(staging, &dir, p.shards, &renames)?;
+        self.shards += p.shards;
+        Ok(())
+    }
+
+    /// Moves the partial's shards to their library numbers (a rename; rewritten when
+    /// some of their records take another id).
+    fn place_shards(
+        &self,
+        staging: &Path,
+        dir: &Path,
+        count: u32,
+        renames: &BTreeMap<u32, HashMap<u64, String>>,
+    ) -> Result<(), LibraryError> {
+        let canonical = staging.join("canonical");
+        std::fs::create_dir_all(&canonical).map_err(LibraryError::io(&canonical))?;
+        for local in 0..count {
+            let from = dir.join(shard_name(local));
+            let to = staging.join(shard_name(self.shards + local));
+            match renames.get(&local) {
+                None => std::fs::rename(&from, &to).map_err(LibraryError::io(&to))?,
+                Some(ids) => rewrite_shard(&from, &to, ids)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Copies a shard, giving the records at the lines of `ids` their library id.
+fn rewrite_shard(from: &Path, to: &Path, ids: &HashMap<u64, String>) -> Result<(), LibraryError> {
+    let file = std::fs::File::open(from).map_err(LibraryError::io(from))?;
+    let reader = BufReader::new(zstd::stream::read::Decoder::new(file).map_err(LibraryError::io(from))?);
+    let tmp = tempfile::tempdir_in(trajkit_io::parent_dir(to)).map_err(LibraryError::io(to))?;
+    let mut writer = ShardWriter::new(&tmp.path().join("canonical"), u64::MAX, 1)?;
+    for (n, line) in reader.split(b'\n').enumerate() {
+        let line = line.map_err(LibraryError::io(from))?;
+        match ids.get(&(n as u64 + 1)) {
+            Some(id) => writer.append(&with_id(&line, id, &from.display().to_string())?)?,
+            None => writer.append(&line)?,
+        };
+    }
+    writer.finish()?;
+    let written = tmp.path().join(shard_name(0));
+    std::fs::rename(&written, to).map_err(LibraryError::io(to))
+}
+
+/// `canonical/part-NNNNN.jsonl.zst`: a shard's name relative to the library root.
+fn shard_name(number: u32) -> String {
+    format!("canonical/part-{number:05}.jsonl.zst")
+}
+
+/// The number in a shard's name.
+fn shard_number(name: &str) -> Option<u32> {
+    name.strip_prefix("canonical/part-")?.strip_suffix(".jsonl.zst")?.parse().ok()
+}
+
+fn model_imitation() -> serde_json::Value {
+    json!({
+        "status": "not_computed",
+        "reason": "teacher-forced token NLL needs a model, a tokenizer and an inference runtime; none is configured for this build",
+        "metrics": null
+    })
+}
+
+/// Seconds since the epoch: `SOURCE_DATE_EPOCH` when set (reproducible builds), else now.
+fn built_at() -> u64 {
+    let env = std::env::var("SOURCE_DATE_EPOCH").ok().and_then(|s| s.trim().parse().ok());
+    env.unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+    })
+}
+
+fn build_info(opts: &BuildOptions, registry: &Registry, summary: &BuildSummary) -> serde_json::Value {
+    let built_at = built_at();
+    json!({
+        "kind": crate::read::LIBRARY_KIND,
+        "trajkit_version": env!("CARGO_PKG_VERSION"),
+        "record_schema_version": trajkit_model::SCHEMA_VERSION,
+        "library_layout_version": 1,
+        "options": {
+            "format": opts.format,
+            "outcomes": opts.outcomes.as_ref().map(|p| p.display().to_string()),
+            "strict": opts.strict,
+            "shard_bytes": opts.shard_bytes,
+        },
+        "split": opts.split,
+        // The file name only: where it lies on the builder's machine is not the library's business.
+        "registry": registry.file.as_ref().and_then(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()),
+        "sources": registry.sources.iter().map(|s| &s.source).collect::<Vec<_>>(),
+        "inputs": opts.inputs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+        "figures": {
+            "files": summary.files,
+            "records": summary.records,
+            "trajectories": summary.trajectories,
+            "rejected": summary.rejected,
+            "shards": summary.shards,
+        },
+        "warnings": summary.warnings,
+        "built_at_unix": built_at,
+    })
+}

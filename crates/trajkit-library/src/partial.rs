@@ -1,0 +1,327 @@
+//! Partial builds, the second of a build's phases: one file group is read, validated,
+//! canonicalized and scored, and written into the staging directory as
+//! `partials/gNNNNNN/`: its canonical shards (`canonical/part-NNNNN.jsonl.zst`, numbered
+//! from 0 within the partial), `entries.jsonl` (the index data in reading order: one
+//! trajectory, rejection or file report per line) and `partial.json` (its figures).
+//! A partial is written in a temporary sibling and renamed into place, replacing any
+//! earlier attempt's: a retried task never appends. Format: docs/scale-out.md.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::hash::{Hash, Hasher};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use trajkit_formats::outcomes::OutcomeTable;
+use trajkit_formats::{FileReport, InputFile, Options, Rejection, Sink};
+use trajkit_model::Trajectory;
+
+use crate::build::{make_row, step_rows, BuildOptions, Progress};
+use crate::error::LibraryError;
+use crate::index::{CallRow, RejectionRow, StepRow};
+use crate::plan::{partial_dir, registry_of, FileGroup};
+use crate::registry::ResolvedSource;
+use crate::row::Row;
+use crate::shards::ShardWriter;
+use crate::split::SplitConfig;
+
+/// The index data file of a partial.
+pub const ENTRIES: &str = "entries.jsonl";
+/// The figures file of a partial, written last.
+pub const SUMMARY: &str = "partial.json";
+
+/// One line of `entries.jsonl`.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Entry {
+    /// An accepted trajectory: the record's own id (before `~N`), and its row (`shard`
+    /// names the partial's shard), steps and tool calls.
+    Trajectory {
+        record_id: String,
+        row: Box<Row>,
+        steps: Vec<StepRow>,
+        calls: Vec<CallRow>,
+    },
+    Rejection(RejectionRow),
+    /// A finished file: its library-wide number, source (registry index) and figures.
+    File {
+        file: u64,
+        source: usize,
+        report: FileReport,
+    },
+}
+
+/// What a partial build produced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartialSummary {
+    pub group: u32,
+    pub files: u64,
+    pub trajectories: u64,
+    pub shards: u32,
+    /// Stopped at a rejection because of `--strict`.
+    pub strict_failure: Option<String>,
+}
+
+/// Reads one group and writes its partial into `staging` (replacing an earlier one).
+pub fn build_partial(
+    opts: &BuildOptions,
+    group: &FileGroup,
+    staging: &Path,
+    progress: &dyn Progress,
+) -> Result<PartialSummary, LibraryError> {
+    let registry = registry_of(opts)?;
+    let outcomes = match &opts.outcomes {
+        Some(p) => Some(Arc::new(
+            OutcomeTable::load(p).map_err(|e| LibraryError::Invalid { path: p.clone(), message: e.to_string() })?,
+        )),
+        None => None,
+    };
+    let target = partial_dir(staging, group.index);
+    let parent = target.parent().unwrap_or(staging);
+    std::fs::create_dir_all(parent).map_err(LibraryError::io(parent))?;
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".g{:06}-", group.index))
+        .tempdir_in(parent)
+        .map_err(LibraryError::io(parent))?;
+    let summary = write_partial(tmp.path(), opts, &registry.sources, group, outcomes, progress)?;
+    if progress.cancelled() {
+        return Err(LibraryError::Cancelled);
+    }
+    if target.exists() {
+        std::fs::remove_dir_all(&target).map_err(LibraryError::io(&target))?;
+    }
+    let dir = tmp.keep();
+    std::fs::rename(&dir, &target).map_err(LibraryError::io(&target))?;
+    Ok(summary)
+}
+
+/// Reads the group into `dir`: shards, entries, then the summary.
+fn write_partial(
+    dir: &Path,
+    opts: &BuildOptions,
+    sources: &[ResolvedSource],
+    group: &FileGroup,
+    outcomes: Option<Arc<OutcomeTable>>,
+    progress: &dyn Progress,
+) -> Result<PartialSummary, LibraryError> {
+    let entries_path = dir.join(ENTRIES);
+    let entries = File::create(&entries_path).map_err(LibraryError::io(&entries_path))?;
+    let file_numbers: HashMap<String, u64> =
+        group.files.iter().enumerate().map(|(i, f)| (f.display.clone(), group.first_file + i as u64)).collect();
+    let sizes: HashMap<String, u64> = group.files.iter().map(|f| (f.display.clone(), f.bytes)).collect();
+    let mut sink = PartialSink {
+        entries: BufWriter::with_capacity(1 << 20, entries),
+        entries_path: entries_path.clone(),
+        shards: ShardWriter::new(&dir.join("canonical"), opts.shard_bytes, opts.threads)?,
+        source: 0,
+        file_numbers: &file_numbers,
+        ordinal: 0,
+        ids: HashMap::new(),
+        error: None,
+        strict: opts.strict,
+        strict_failure: None,
+        progress,
+        sizes: &sizes,
+    };
+    let mut files = 0u64;
+    let mut start = 0;
+    while start < group.files.len() && !sink.should_stop() {
+        let source = group.files[start].source;
+        let run: Vec<InputFile> =
+            group.files[start..].iter().take_while(|f| f.source == source).map(|f| f.input()).collect();
+        start += run.len();
+        let resolved = sources.get(source).ok_or_else(|| LibraryError::Invalid {
+            path: PathBuf::from(&group.files[0].display),
+            message: format!("source {source} is not in the registry"),
+        })?;
+        sink.source = source;
+        let src = &resolved.source;
+        let format = if src.format == "auto" { opts.format.clone() } else { Some(src.format.clone()) };
+        let read_opts = Options {
+            format,
+            canonical: true,
+            records: false,
+            outcomes: outcomes.clone(),
+            analyze: Some(analyzer(resolved, &opts.split)),
+            max_record_bytes: opts.max_record_bytes,
+        };
+        let got = trajkit_formats::read_inputs(run, &read_opts, &mut sink)
+            .map_err(|e| LibraryError::Invalid { path: PathBuf::from(&src.name), message: e.to_string() })?;
+        files += got.len() as u64;
+    }
+    let PartialSink { shards, error, strict_failure, ordinal, mut entries, .. } = sink;
+    let shard_count = shards.finish()?;
+    entries.flush().map_err(LibraryError::io(&entries_path))?;
+    if let Some(e) = error {
+        return Err(e);
+    }
+    let summary =
+        PartialSummary { group: group.index, files, trajectories: ordinal, shards: shard_count, strict_failure };
+    crate::layout::write_json(&dir.join(SUMMARY), &summary)?;
+    Ok(summary)
+}
+
+/// Everything the reading sink keeps while records stream by.
+struct PartialSink<'a> {
+    entries: BufWriter<File>,
+    entries_path: PathBuf,
+    shards: ShardWriter,
+    source: usize,
+    file_numbers: &'a HashMap<String, u64>,
+    ordinal: u64,
+    ids: HashMap<u64, u32>,
+    error: Option<LibraryError>,
+    strict: bool,
+    strict_failure: Option<String>,
+    progress: &'a dyn Progress,
+    sizes: &'a HashMap<String, u64>,
+}
+
+/// Counts of ids seen so far, by hash (the `~N` suffixes).
+pub(crate) type IdCounts = HashMap<u64, u32>;
+
+/// The library id of the next record with id `id`: `id` itself the first time, `id~N`
+/// for its N-th repeat.
+pub(crate) fn unique_id(ids: &mut IdCounts, id: &str) -> String {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    id.hash(&mut h);
+    let n = ids.entry(h.finish()).or_insert(0);
+    *n += 1;
+    if *n == 1 {
+        id.to_string()
+    } else {
+        format!("{id}~{}", *n - 1)
+    }
+}
+
+impl PartialSink<'_> {
+    fn fail(&mut self, e: LibraryError) {
+        if self.error.is_none() {
+            self.error = Some(e);
+        }
+    }
+
+    fn write(&mut self, entry: &Entry) -> Result<(), LibraryError> {
+        let path = &self.entries_path;
+        serde_json::to_writer(&mut self.entries, entry)
+            .map_err(|e| LibraryError::Invalid { path: path.clone(), message: e.to_string() })?;
+        self.entries.write_all(b"\n").map_err(LibraryError::io(path))
+    }
+
+    /// Files a record: a unique id within the partial, a shard line, and its entry.
+    fn add(&mut self, analysis: Analysis, canonical: &[u8]) -> Result<(), LibraryError> {
+        let Analysis { mut row, steps, calls } = analysis;
+        let id = unique_id(&mut self.ids, &row.id);
+        let renamed;
+        let bytes = if id == row.id {
+            canonical
+        } else {
+            renamed = with_id(canonical, &id, &row.path)?;
+            &renamed
+        };
+        let (shard, shard_line) = self.shards.append(bytes)?;
+        let record_id = std::mem::replace(&mut row.id, id);
+        row.shard = shard;
+        row.shard_line = shard_line;
+        self.ordinal += 1;
+        self.write(&Entry::Trajectory { record_id, row: Box::new(row), steps, calls })
+    }
+}
+
+/// What the worker threads compute from each accepted record (`Options::analyze`), so the
+/// ordered thread only files it.
+struct Analysis {
+    row: Row,
+    steps: Vec<StepRow>,
+    calls: Vec<CallRow>,
+}
+
+/// The analyzer of one source: its row (id and shard filled in later), steps and calls.
+fn analyzer(source: &ResolvedSource, split: &SplitConfig) -> trajkit_formats::pipeline::Analyzer {
+    let (source, split) = (source.clone(), split.clone());
+    Arc::new(move |t: &Trajectory| {
+        let row = make_row(t, t.id.clone(), &source, &split, String::new(), 0);
+        let (steps, calls) = step_rows(t);
+        Box::new(Analysis { row, steps, calls }) as Box<dyn std::any::Any + Send>
+    })
+}
+
+/// The canonical JSON of a record with another id (the rare repeat of an id).
+pub(crate) fn with_id(canonical: &[u8], id: &str, path: &str) -> Result<Vec<u8>, LibraryError> {
+    let invalid = |e: serde_json::Error| LibraryError::Invalid { path: PathBuf::from(path), message: e.to_string() };
+    let mut t: Trajectory = serde_json::from_slice(canonical).map_err(invalid)?;
+    t.id = id.to_string();
+    let mut out = Vec::with_capacity(canonical.len() + 8);
+    trajkit_model::canonical::write_canonical(&t, &mut out).map_err(invalid)?;
+    out.push(b'\n');
+    Ok(out)
+}
+
+impl Sink for PartialSink<'_> {
+    fn trajectory(&mut self, _file: &InputFile, _t: Option<&Trajectory>, _canonical: Option<&[u8]>) {
+        // Every record comes through `analyzed` (the build always sets an analyzer).
+    }
+
+    fn analyzed(&mut self, _file: &InputFile, analysis: Box<dyn std::any::Any + Send>, canonical: Option<&[u8]>) {
+        if self.error.is_some() {
+            return;
+        }
+        let (Ok(analysis), Some(c)) = (analysis.downcast::<Analysis>(), canonical) else {
+            self.fail(LibraryError::Invalid {
+                path: PathBuf::from("."),
+                message: "record without its analysis".into(),
+            });
+            return;
+        };
+        if let Err(e) = self.add(*analysis, c) {
+            self.fail(e);
+        }
+    }
+
+    fn rejection(&mut self, r: &Rejection) {
+        let file = self.file_numbers.get(&r.path).copied().unwrap_or(u64::MAX);
+        for p in &r.problems {
+            let entry = Entry::Rejection(RejectionRow {
+                file,
+                path: r.path.clone(),
+                line: r.line,
+                document_index: r.document_index,
+                reason: p.reason.as_str().to_string(),
+                json_path: p.json_path.clone(),
+                message: p.message.clone(),
+            });
+            if let Err(e) = self.write(&entry) {
+                self.fail(e);
+            }
+        }
+        if self.strict && self.strict_failure.is_none() {
+            let p = r.problems.first();
+            self.strict_failure = Some(format!(
+                "{}: {}: {}: {}",
+                r.location(),
+                p.map(|p| p.json_path.as_str()).unwrap_or("$"),
+                r.reason.as_str(),
+                p.map(|p| p.message.as_str()).unwrap_or("")
+            ));
+        }
+    }
+
+    fn file_done(&mut self, report: &FileReport) {
+        let file = self.file_numbers.get(&report.path).copied().unwrap_or(u64::MAX);
+        if self.strict && self.strict_failure.is_none() {
+            if let Some(e) = &report.error {
+                self.strict_failure = Some(format!("{}: {e}", report.path));
+            }
+        }
+        if let Err(e) = self.write(&Entry::File { file, source: self.source, report: report.clone() }) {
+            self.fail(e);
+        }
+        let bytes = self.sizes.get(&report.path).copied().unwrap_or(0);
+        self.progress.file_done(report, bytes, self.ordinal);
+    }
+
+    fn should_stop(&self) -> bool {
+        self.error.is_some() || self.strict_failure.is_some() || self.progress.cancelled()
+    }
+}

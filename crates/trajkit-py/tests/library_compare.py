@@ -1,0 +1,81 @@
+"""Comparing two built libraries: the same trajectories (records), per-trajectory rows,
+splits, duplicate groups, tiers, index tables, summary and coverage; with ``same_shards``
+every file the build writes deterministically, byte for byte. Used by the Ray tests."""
+
+import gzip
+import json
+import os
+import sqlite3
+
+import trajkit
+
+#: Files that differ between any two builds: the build time, and the manifest's entry for it;
+#: the gallery, titled with the library directory's name (the two builds' names differ).
+TIMED = {"build.json", "manifest.json", "examples.html"}
+
+#: Index tables and the order that makes their rows comparable.
+TABLES = {
+    "files": "file",
+    "rejections": "rowid",
+    "steps": "trajectory, step",
+    "tool_calls": "trajectory, step, call",
+    "duplicate_groups": "duplicate_group",
+    "tasks": "task_key",
+    "sources": "name",
+    "meta": "key",
+}
+
+
+def rows(lib, drop=("shard", "shard_line")):
+    with gzip.open(os.path.join(lib, "evaluation", "per_trajectory.jsonl.gz"), "rt") as f:
+        out = [json.loads(line) for line in f]
+    for r in out:
+        for k in drop:
+            r.pop(k, None)
+    return out
+
+
+def table(lib, name, order):
+    with sqlite3.connect(f"file:{os.path.join(lib, 'index.sqlite')}?mode=ro", uri=True) as conn:
+        return conn.execute(f"SELECT * FROM {name} ORDER BY {order}").fetchall()
+
+
+def files(lib):
+    out = {}
+    for root, _, names in os.walk(lib):
+        for n in names:
+            p = os.path.join(root, n)
+            out[os.path.relpath(p, lib)] = p
+    return out
+
+
+def assert_same_library(a, b, *, same_shards):
+    a, b = os.fspath(a), os.fspath(b)
+    ra, rb = rows(a), rows(b)
+    assert len(ra) == len(rb) > 0
+    assert ra == rb
+    ids = [r["id"] for r in ra]
+    assert len(set(ids)) == len(ids)
+    assert list(trajkit.Library(a).trajectories()) == list(trajkit.Library(b).trajectories())
+    for name, order in TABLES.items():
+        assert table(a, name, order) == table(b, name, order), name
+    columns = "ordinal, id, source, path, split, task_rank, quality_tier, duplicate_group, duplicate_group_size"
+    assert table(a, f"(SELECT {columns} FROM trajectories)", "ordinal") == table(
+        b, f"(SELECT {columns} FROM trajectories)", "ordinal"
+    )
+    for name in ("evaluation/summary.json", "coverage.json", "evaluation/model_imitation.json"):
+        with open(os.path.join(a, name), "rb") as fa, open(os.path.join(b, name), "rb") as fb:
+            assert fa.read() == fb.read(), name
+    fa, fb = files(a), files(b)
+    if not same_shards:
+        fa = {k: v for k, v in fa.items() if not k.startswith("canonical/")}
+        fb = {k: v for k, v in fb.items() if not k.startswith("canonical/")}
+        skip = TIMED | {"index.sqlite", "evaluation/per_trajectory.jsonl.gz", "examples.html"}
+    else:
+        skip = TIMED
+    assert sorted(fa) == sorted(fb)
+    for name in fa:
+        if name in skip:
+            continue
+        with open(fa[name], "rb") as x, open(fb[name], "rb") as y:
+            assert x.read() == y.read(), f"{name} differs"

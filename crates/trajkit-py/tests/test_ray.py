@@ -1,0 +1,98 @@
+"""trajkit on a real local Ray (``ray.init(num_cpus=2)``): the Ray build equals
+``trajkit build`` on the example corpus and on a corpus of every real fixture family,
+a worker killed mid-build changes nothing, and ``read_trajectories`` yields what
+``read_arrow`` yields. One Ray instance for the module (starting Ray costs seconds)."""
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+import ray  # noqa: E402  (scripts/test.sh installs ray[data]; missing, the tests fail)
+
+import trajkit  # noqa: E402
+import trajkit.ray as tray  # noqa: E402
+from conftest import FIXTURES, REPO, rust_binary  # noqa: E402
+from library_compare import assert_same_library  # noqa: E402
+
+REGISTRY = REPO / "examples" / "sources.toml"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield
+    ray.shutdown()
+
+
+def cli_build(out, *args):
+    got = subprocess.run([rust_binary(), "build", "--quiet", "-o", str(out), *args], capture_output=True, text=True)
+    assert got.returncode in (0, 1), got.stderr
+    return out
+
+
+def test_importing_trajkit_does_not_import_ray() -> None:
+    code = "import sys, trajkit; assert 'ray' not in sys.modules, 'ray imported'"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_ray_build_of_the_examples_equals_trajkit_build(tmp_path) -> None:
+    cli = cli_build(tmp_path / "cli", "--registry", str(REGISTRY))
+    # One task per file group (17 groups for 22 files: ATIF subagent files stay together).
+    many = tray.build(out=tmp_path / "many", registry=REGISTRY, group_bytes=1)
+    assert len(many["tasks"]) == 17
+    assert (many["files"], many["trajectories"], many["rejected"]) == (22, 38, 21)
+    assert_same_library(cli, tmp_path / "many", same_shards=False)
+    # One group: the shards too are byte-identical.
+    one = tray.build(out=tmp_path / "one", registry=REGISTRY, group_bytes=1 << 40)
+    assert len(one["tasks"]) == 1
+    assert_same_library(cli, tmp_path / "one", same_shards=True)
+
+
+def test_ray_build_of_every_fixture_family_equals_trajkit_build(tmp_path) -> None:
+    cli = cli_build(tmp_path / "cli", str(FIXTURES))
+    got = tray.build(FIXTURES, tmp_path / "ray", group_bytes=256 << 10)
+    assert len(got["tasks"]) > 4
+    assert_same_library(cli, tmp_path / "ray", same_shards=False)
+
+
+def _die_once(marker_dir):
+    """A task hook: the task of group 1 kills its own worker process on its first attempt."""
+
+    def hook(group):
+        if group["index"] != 1:
+            return
+        marker = os.path.join(marker_dir, "killed-once")
+        if not os.path.exists(marker):
+            with open(marker, "w") as f:
+                f.write(str(os.getpid()))
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return hook
+
+
+def test_a_worker_killed_mid_build_gives_the_identical_library(tmp_path) -> None:
+    cli = cli_build(tmp_path / "cli", "--registry", str(REGISTRY))
+    got = tray.build(out=tmp_path / "ray", registry=REGISTRY, group_bytes=1, task_hook=_die_once(str(tmp_path)))
+    killed = int((tmp_path / "killed-once").read_text())
+    retried = [t for t in got["tasks"] if t["group"] == 1]
+    assert len(retried) == 1 and retried[0]["pid"] != killed
+    assert got["trajectories"] == 38
+    assert_same_library(cli, tmp_path / "ray", same_shards=False)
+
+
+def test_read_trajectories_yields_read_arrow_rows_and_rejections(tmp_path) -> None:
+    path = FIXTURES / "bfcl"
+    ds = tray.read_trajectories(str(FIXTURES / "gym"), group_bytes=1)
+    rows = ds.take_all()
+    expected = trajkit.read_arrow(str(FIXTURES / "gym")).read_all().to_pylist()
+    key = lambda r: (r["source_path"].rsplit("/", 1)[-1], r["source_line"] or 0)  # noqa: E731
+    assert len(rows) == len(expected) > 0
+    assert [r["id"] for r in sorted(rows, key=key)] == [r["id"] for r in sorted(expected, key=key)]
+    rejected = tray.read_rejections(str(path)).take_all()
+    validation = trajkit.validate(str(path))
+    assert len(rejected) == len(validation.rejections) > 0
+    assert sorted(r["reason"] for r in rejected) == sorted(r["reason"] for r in validation.rejections)
