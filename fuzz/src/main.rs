@@ -1,10 +1,7 @@
-//! `trajkit-fuzz TARGET [--seconds N] [--seed N] [--replay FILE]`: a feedback-guided,
-//! structure-aware mutation fuzzer over the real fixtures, built on the stable toolchain as an
-//! ordinary binary (fuzz/README.md says why and how). An input whose outcome signature is new
-//! joins the corpus; a panic is a crash, saved under `fuzz/artifacts/TARGET/`.
-
-mod mutate;
-mod targets;
+//! `trajkit-fuzz TARGET [--seconds N] [--seed N] [--replay FILE]`: the outcome-guided,
+//! structure-aware mutation fuzzer over the real fixtures, an ordinary binary that needs no
+//! instrumented build (the fallback beside AFL++; fuzz/README.md). An input whose outcome
+//! signature is new joins the corpus; a panic is a crash, saved under `fuzz/artifacts/TARGET/`.
 
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
@@ -13,8 +10,9 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use mutate::{mutate, Rng};
-use targets::Seed;
+use trajkit_fuzz::mutate::{self, mutate, Rng};
+use trajkit_fuzz::seeds::{self, Seed};
+use trajkit_fuzz::targets;
 
 /// Largest input tried: bigger ones only slow the loop down.
 const MAX_LEN: usize = 8 << 20;
@@ -83,7 +81,11 @@ enum Outcome {
 
 fn execute(target: &str, name: &str, input: &[u8], scratch: &Path) -> Outcome {
     match std::panic::catch_unwind(|| targets::run(target, name, input, scratch)) {
-        Ok(sig) => Outcome::Signature(sig),
+        Ok(sig) => {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            sig.hash(&mut h);
+            Outcome::Signature(h.finish())
+        }
         Err(_) => {
             let message = LAST_PANIC.lock().map(|mut m| m.take()).unwrap_or(None);
             Outcome::Crash(message.unwrap_or_else(|| "panic".into()))
@@ -141,7 +143,7 @@ fn fuzz(args: &Args) -> Result<u64, String> {
             }
         });
     }
-    let mut corpus = targets::seeds(&args.target, &args.repo)?;
+    let mut corpus = seeds::seeds(&args.target, &args.repo)?;
     let seeds = corpus.len();
     let words = harvest_words(&corpus);
     let mut signatures = HashSet::new();

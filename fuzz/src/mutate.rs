@@ -11,7 +11,7 @@ impl Rng {
     }
 
     /// The next 64 random bits.
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -23,7 +23,7 @@ impl Rng {
         if n == 0 {
             0
         } else {
-            (self.next() % n as u64) as usize
+            (self.next_u64() % n as u64) as usize
         }
     }
 }
@@ -199,7 +199,7 @@ pub fn sqlite_page_header(data: &mut [u8], rng: &mut Rng) {
         *b = match rng.below(3) {
             0 => 0,
             1 => 0xff,
-            _ => rng.next() as u8,
+            _ => rng.next_u64() as u8,
         };
     }
 }

@@ -1,83 +1,74 @@
-//! The fuzz targets: each names its seeds (real fixtures, or files made from them) and runs
-//! one input through the library as the CLI would, returning a signature of what happened
-//! (format, rejection reasons, gap kinds, error class) that guides the corpus.
+//! The fuzz targets: each runs one input through the library as the CLI would and returns a
+//! signature of what happened (format, rejection reasons, gap kinds, error class). The
+//! signature guides the mutation fuzzer's corpus and is what a regression test expects; a
+//! panic is a crash for every fuzzer.
 
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 
 use trajkit_formats::{discover, read_inputs, InputFile, Options, Sink};
 use trajkit_model::Trajectory;
 
-/// One seed: the file name it is written under (the extension drives detection) and bytes.
-pub struct Seed {
-    pub name: String,
-    pub bytes: Vec<u8>,
-}
-
 /// Every target's name, in the order `fuzz/run.sh` runs them.
 pub const TARGETS: &[&str] = &["formats", "canonical", "zip", "parquet", "sqlite", "npy", "redact"];
 
-/// The seeds of a target from the repository's fixtures (`repo` is the repository root).
-pub fn seeds(target: &str, repo: &Path) -> Result<Vec<Seed>, String> {
-    let real = repo.join("tests/fixtures/real");
-    let files = walk(&real);
-    let pick = |f: &dyn Fn(&str) -> bool| -> Vec<Seed> {
-        files.iter().filter(|p| f(&p.to_string_lossy())).filter_map(|p| read_seed(p)).collect()
-    };
-    let seeds = match target {
-        "formats" => pick(&|p| {
-            (p.ends_with(".json") || p.ends_with(".jsonl") || p.ends_with(".traj") || p.ends_with(".jsonl.gz"))
-                && !p.contains("/sqlite/")
-        }),
-        "canonical" => canonical_seeds(&real)?,
-        "zip" => pick(&|p| p.ends_with(".eval")),
-        "parquet" => vec![parquet_seed(&real.join("gym/tau2__example_rollouts.jsonl"))?],
-        "sqlite" => pick(&|p| p.ends_with(".sqlite")),
-        "npy" => walk(&repo.join("tests/fixtures/numeric")).iter().filter_map(|p| read_seed(p)).collect(),
-        "redact" => pick(&|p| p.ends_with(".json") || p.ends_with(".jsonl") || p.ends_with(".traj")),
-        other => return Err(format!("unknown target {other:?}; targets: {}", TARGETS.join(", "))),
-    };
-    if seeds.is_empty() {
-        return Err(format!("no seeds for target {target}"));
-    }
-    Ok(seeds)
-}
-
-/// Runs one input; panics propagate to the caller (which counts them as crashes).
-pub fn run(target: &str, name: &str, input: &[u8], scratch: &Path) -> u64 {
-    let mut h = DefaultHasher::new();
+/// The file name an input of `target` is written under when its frame names none.
+pub fn default_name(target: &str) -> &'static str {
     match target {
-        "canonical" => canonical(input).hash(&mut h),
-        "sqlite" => sqlite(input, scratch).hash(&mut h),
-        "npy" => npy(name, input, scratch).hash(&mut h),
-        "redact" => redact(input).hash(&mut h),
-        _ => pipeline(name, input, scratch).hash(&mut h),
-    }
-    h.finish()
-}
-
-/// Counts what the pipeline accepted.
-struct Count(u64);
-
-impl Sink for Count {
-    fn trajectory(&mut self, _: &InputFile, t: Option<&Trajectory>, _: Option<&[u8]>) {
-        self.0 += t.map_or(0, |t| t.steps.len() as u64 + 1);
+        "canonical" => "record.jsonl",
+        "zip" => "log.eval",
+        "parquet" => "rows.parquet",
+        "sqlite" => "state.sqlite",
+        "npy" => "array.npy",
+        _ => "input.jsonl",
     }
 }
 
-/// Detection and reading through the pipeline, as `trajkit convert` reads a file.
-fn pipeline(name: &str, input: &[u8], scratch: &Path) -> String {
+/// Runs one framed input (`name NUL bytes`, crate::frame): what AFL++ and the regression
+/// files hand over.
+pub fn run_framed(target: &str, data: &[u8], scratch: &Path) -> String {
+    let (name, bytes) = crate::frame::decode(data, default_name(target));
+    run(target, &name, bytes, scratch)
+}
+
+/// Runs one input written under `name` in `scratch`; panics propagate to the caller (which
+/// counts them as crashes).
+pub fn run(target: &str, name: &str, input: &[u8], scratch: &Path) -> String {
+    match target {
+        "canonical" => canonical(name, input, scratch),
+        "sqlite" => sqlite(input, scratch),
+        "npy" => npy(name, input, scratch),
+        "redact" => redact(input),
+        _ => pipeline(name, input, scratch, None).0,
+    }
+}
+
+/// What the pipeline accepted: the canonical bytes of every record, in order.
+struct Converted(Vec<u8>);
+
+impl Sink for Converted {
+    fn trajectory(&mut self, _: &InputFile, _: Option<&Trajectory>, canonical: Option<&[u8]>) {
+        self.0.extend_from_slice(canonical.unwrap_or_default());
+    }
+}
+
+/// Detection (or the `format` forced) and reading through the pipeline, as `trajkit convert`
+/// reads a file: the signature and the canonical output.
+fn pipeline(name: &str, input: &[u8], scratch: &Path, format: Option<&str>) -> (String, Vec<u8>) {
     let path = scratch.join(name);
     if std::fs::write(&path, input).is_err() {
-        return "write failed".into();
+        return ("write failed".into(), Vec::new());
     }
     let (files, _) = discover(&[path]);
-    let opts =
-        Options { format: None, canonical: true, records: true, outcomes: None, analyze: None, ..Options::default() };
-    let mut sink = Count(0);
-    match read_inputs(files, &opts, &mut sink) {
+    let opts = Options {
+        format: format.map(str::to_string),
+        canonical: true,
+        records: true,
+        outcomes: None,
+        analyze: None,
+        ..Options::default()
+    };
+    let mut sink = Converted(Vec::new());
+    let signature = match read_inputs(files, &opts, &mut sink) {
         Ok(reports) => reports
             .iter()
             .map(|r| {
@@ -89,21 +80,20 @@ fn pipeline(name: &str, input: &[u8], scratch: &Path) -> String {
             .collect::<Vec<_>>()
             .join("|"),
         Err(e) => format!("error {}", error_class(&e.to_string())),
-    }
+    };
+    (signature, sink.0)
 }
 
-/// A record parsed as the canonical input reader parses it (serde_json into `Trajectory`),
-/// then written back canonically and its digest recomputed.
-fn canonical(input: &[u8]) -> String {
-    match serde_json::from_slice::<Trajectory>(input) {
-        Ok(mut t) => {
-            let mut out = Vec::new();
-            let written = trajkit_model::canonical::write_canonical(&t, &mut out).is_ok();
-            let sealed = trajkit_model::seal(&mut t).is_ok();
-            format!("ok {} {} {written} {sealed}", t.steps.len().min(4), t.schema_version.len().min(30))
-        }
-        Err(e) => format!("err {:?} {}", e.classify(), error_class(&e.to_string())),
+/// Canonical records as input (the `canonical` reader, forced as `--format canonical`
+/// forces it) and a property of item 3 of issue 15: converting what was accepted again gives
+/// the same bytes (a difference is a crash).
+fn canonical(name: &str, input: &[u8], scratch: &Path) -> String {
+    let (signature, converted) = pipeline(name, input, scratch, Some("canonical"));
+    if !converted.is_empty() {
+        let (_, again) = pipeline("again.jsonl", &converted, scratch, Some("canonical"));
+        assert!(again == converted, "convert of convert's output changed the bytes");
     }
+    signature
 }
 
 /// State capture of a (corrupted) SQLite database.
@@ -159,75 +149,4 @@ fn redact(input: &[u8]) -> String {
 fn error_class(message: &str) -> String {
     let tail = message.rsplit(": ").next().unwrap_or(message);
     tail.chars().filter(|c| !c.is_ascii_digit()).take(60).collect()
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else { continue };
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
-fn read_seed(p: &Path) -> Option<Seed> {
-    let bytes = std::fs::read(p).ok()?;
-    // Seeds over 4 MiB slow every execution down; the small ones cover the same code.
-    let name = p.file_name()?.to_string_lossy().into_owned();
-    (bytes.len() <= 4 << 20).then_some(Seed { name, bytes })
-}
-
-/// Canonical records of the real fixtures, one per seed (what `trajkit convert` writes).
-fn canonical_seeds(real: &Path) -> Result<Vec<Seed>, String> {
-    struct Keep(Vec<Seed>);
-    impl Sink for Keep {
-        fn trajectory(&mut self, _: &InputFile, _: Option<&Trajectory>, canonical: Option<&[u8]>) {
-            if let Some(c) = canonical.filter(|c| c.len() <= 1 << 20) {
-                self.0.push(Seed { name: "record.json".into(), bytes: c.to_vec() });
-            }
-        }
-    }
-    let (files, _) = discover(&[real.to_path_buf()]);
-    let opts =
-        Options { format: None, canonical: true, records: false, outcomes: None, analyze: None, ..Options::default() };
-    let mut keep = Keep(Vec::new());
-    read_inputs(files, &opts, &mut keep).map_err(|e| e.to_string())?;
-    Ok(keep.0)
-}
-
-/// A Parquet file of a real JSON Lines file: one string column per top-level key holding
-/// the value's JSON text (as `datasets` stores nested columns it cannot type).
-fn parquet_seed(jsonl: &Path) -> Result<Seed, String> {
-    use arrow_array::{ArrayRef, RecordBatch, StringArray};
-    use arrow_schema::{DataType, Field, Schema};
-    let text = std::fs::read_to_string(jsonl).map_err(|e| e.to_string())?;
-    let rows: Vec<serde_json::Map<String, serde_json::Value>> =
-        text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-    let keys: Vec<String> = rows.first().map(|r| r.keys().cloned().collect()).unwrap_or_default();
-    let columns: Vec<ArrayRef> = keys
-        .iter()
-        .map(|k| {
-            let values: Vec<Option<String>> = rows
-                .iter()
-                .map(|r| r.get(k).map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string)))
-                .collect();
-            Arc::new(StringArray::from(values)) as ArrayRef
-        })
-        .collect();
-    let schema = Arc::new(Schema::new(keys.iter().map(|k| Field::new(k, DataType::Utf8, true)).collect::<Vec<_>>()));
-    let batch = RecordBatch::try_new(schema.clone(), columns).map_err(|e| e.to_string())?;
-    let mut bytes = Vec::new();
-    let mut w = parquet::arrow::ArrowWriter::try_new(&mut bytes, schema, None).map_err(|e| e.to_string())?;
-    w.write(&batch).map_err(|e| e.to_string())?;
-    w.close().map_err(|e| e.to_string())?;
-    Ok(Seed { name: "rows.parquet".into(), bytes })
 }
