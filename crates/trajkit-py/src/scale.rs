@@ -127,18 +127,9 @@ impl RayBuild {
         let session = self.session.lock().ok().and_then(|mut s| s.take()).ok_or_else(|| {
             errors::with_location::<errors::UsageError>(py, "this build is finished".into(), None, None, None)
         })?;
-        let opts = self.opts.clone();
-        let summary = wait::run(py, move |cancel| {
-            let title = opts.output.file_name().map(|n| n.to_string_lossy().into_owned());
-            let gallery = |lib: &trajkit_library::Library| -> Result<(), String> {
-                let o = trajkit_export::gallery::GalleryOptions { title: title.as_deref(), ..Default::default() };
-                trajkit_export::gallery::write_gallery(lib, &lib.root().join("examples.html"), &o)
-                    .map(|_| ())
-                    .map_err(|e| format!("writing the gallery: {e}"))
-            };
-            session.finish(&opts, &plan, &Cancel(cancel), Some(&gallery))
-        })?
-        .map_err(|e| library_error(py, &e))?;
+        let req = trajkit_ops::BuildRequest { library: self.opts.clone(), ..Default::default() };
+        let summary = wait::run(py, move |cancel| trajkit_ops::build::finish(session, &req, &plan, &Cancel(cancel)))?
+            .map_err(|e| errors::ops_error(py, &e))?;
         if let Some(failure) = &summary.strict_failure {
             let message =
                 format!("--strict: {failure}; no library written, {} is unchanged", self.opts.output.display());
