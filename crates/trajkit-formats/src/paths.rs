@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::error::FormatError;
 use crate::input::discover;
 use crate::outcomes::OutcomeTable;
-use crate::pipeline::{read_inputs, Options, Sink};
+use crate::pipeline::{read_inputs, Analyzer, Options, Sink};
 use crate::report::FileReport;
 
 /// What to read and how: the `ReadArgs` of every reading command.
@@ -57,6 +57,20 @@ pub fn read_paths(
     on_start: &mut dyn FnMut(&[String], usize),
     sink: &mut dyn Sink,
 ) -> Result<ReadOutcome, FormatError> {
+    read_paths_analyzed(req, canonical, records, None, on_start, sink)
+}
+
+/// `read_paths` with `analyze` run on each accepted record on the worker threads
+/// (`Options::analyze`): the sink gets its result through `Sink::analyzed`, so the
+/// ordered thread only files what the workers computed (Python's `read_arrow` rows).
+pub fn read_paths_analyzed(
+    req: &ReadRequest,
+    canonical: bool,
+    records: bool,
+    analyze: Option<Analyzer>,
+    on_start: &mut dyn FnMut(&[String], usize),
+    sink: &mut dyn Sink,
+) -> Result<ReadOutcome, FormatError> {
     let (files, errors) = discover(&req.paths);
     let missing: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
     on_start(&missing, files.len());
@@ -72,7 +86,7 @@ pub fn read_paths(
         canonical,
         records,
         outcomes,
-        analyze: None,
+        analyze,
         max_record_bytes: req.max_record_bytes,
     };
     let reports = read_inputs(files, &opts, sink)?;

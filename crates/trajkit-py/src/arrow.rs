@@ -8,9 +8,13 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
 use trajkit_model::Trajectory;
 
-/// Rows per record batch: large enough to amortise the crossing, small enough to keep
-/// memory bounded (a few MiB of canonical JSON per batch).
+/// Rows per record batch at most: large enough to amortise the crossing into Python.
 pub const BATCH_ROWS: usize = 1024;
+
+/// Bytes of canonical JSON per record batch: a batch is sent once it holds this much, so
+/// memory in flight does not grow with record size (a 1 MiB rollout would otherwise make
+/// 1 GiB batches) and the `record` column stays far below Utf8's 2 GiB offset limit.
+pub const BATCH_BYTES: usize = 16 << 20;
 
 /// The documented schema of `read_arrow` (docs/python.md).
 pub fn schema() -> SchemaRef {
@@ -34,8 +38,48 @@ pub fn schema() -> SchemaRef {
     ]))
 }
 
+/// One row's values, computed from the record on the worker thread that built it
+/// (`Options::analyze`), so the ordered thread only appends them.
+pub struct Summary {
+    id: String,
+    format: String,
+    source_path: String,
+    source_line: Option<u64>,
+    task_key: String,
+    task_id: Option<String>,
+    environment: Option<String>,
+    outcome: &'static str,
+    verification: &'static str,
+    reward: Option<f64>,
+    agent: Option<String>,
+    model: Option<String>,
+    steps: u64,
+    tool_calls: u64,
+}
+
+impl Summary {
+    /// The summary columns of `t`.
+    pub fn of(t: &Trajectory) -> Summary {
+        Summary {
+            id: t.id.clone(),
+            format: t.provenance.format.clone(),
+            source_path: t.provenance.path.clone(),
+            source_line: t.provenance.line,
+            task_key: t.task.key.clone(),
+            task_id: t.task.id.clone(),
+            environment: t.task.environment.clone(),
+            outcome: t.outcome.status.as_str(),
+            verification: t.outcome.verification.as_str(),
+            reward: t.outcome.reward,
+            agent: t.agent.name.clone(),
+            model: t.agent.model.clone(),
+            steps: t.steps.len() as u64,
+            tool_calls: t.steps.iter().map(|s| s.tool_calls.len() as u64).sum(),
+        }
+    }
+}
+
 /// Column builders for one batch in progress.
-#[derive(Default)]
 pub struct Rows {
     len: usize,
     id: StringBuilder,
@@ -55,52 +99,84 @@ pub struct Rows {
     record: StringBuilder,
 }
 
+impl Default for Rows {
+    /// Empty builders; the record column is sized for a whole batch up front, so it is
+    /// never grown (copied) while rows are appended.
+    fn default() -> Self {
+        Rows {
+            len: 0,
+            id: StringBuilder::new(),
+            format: StringBuilder::new(),
+            source_path: StringBuilder::new(),
+            source_line: UInt64Builder::new(),
+            task_key: StringBuilder::new(),
+            task_id: StringBuilder::new(),
+            environment: StringBuilder::new(),
+            outcome: StringBuilder::new(),
+            verification: StringBuilder::new(),
+            reward: Float64Builder::new(),
+            agent: StringBuilder::new(),
+            model: StringBuilder::new(),
+            steps: UInt64Builder::new(),
+            tool_calls: UInt64Builder::new(),
+            record: StringBuilder::with_capacity(BATCH_ROWS, BATCH_BYTES + (1 << 20)),
+        }
+    }
+}
+
 impl Rows {
     /// Rows appended since the last `finish`.
     pub fn len(&self) -> usize {
         self.len
     }
 
-    /// Appends one trajectory and its canonical JSON line.
-    pub fn push(&mut self, t: &Trajectory, canonical: &[u8]) {
+    /// True when the batch is full by rows, or would pass `BATCH_BYTES` with a record of
+    /// `next` bytes: send it first.
+    pub fn full_before(&self, next: usize) -> bool {
+        let bytes = self.record.values_slice().len();
+        self.len >= BATCH_ROWS || (self.len > 0 && bytes + next > BATCH_BYTES)
+    }
+
+    /// Appends one trajectory's summary and its canonical JSON line.
+    pub fn push(&mut self, s: &Summary, canonical: &[u8]) {
         self.len += 1;
-        self.id.append_value(&t.id);
-        self.format.append_value(&t.provenance.format);
-        self.source_path.append_value(&t.provenance.path);
-        self.source_line.append_option(t.provenance.line);
-        self.task_key.append_value(&t.task.key);
-        self.task_id.append_option(t.task.id.as_deref());
-        self.environment.append_option(t.task.environment.as_deref());
-        self.outcome.append_value(t.outcome.status.as_str());
-        self.verification.append_value(t.outcome.verification.as_str());
-        self.reward.append_option(t.outcome.reward);
-        self.agent.append_option(t.agent.name.as_deref());
-        self.model.append_option(t.agent.model.as_deref());
-        self.steps.append_value(t.steps.len() as u64);
-        self.tool_calls.append_value(t.steps.iter().map(|s| s.tool_calls.len() as u64).sum());
+        self.id.append_value(&s.id);
+        self.format.append_value(&s.format);
+        self.source_path.append_value(&s.source_path);
+        self.source_line.append_option(s.source_line);
+        self.task_key.append_value(&s.task_key);
+        self.task_id.append_option(s.task_id.as_deref());
+        self.environment.append_option(s.environment.as_deref());
+        self.outcome.append_value(s.outcome);
+        self.verification.append_value(s.verification);
+        self.reward.append_option(s.reward);
+        self.agent.append_option(s.agent.as_deref());
+        self.model.append_option(s.model.as_deref());
+        self.steps.append_value(s.steps);
+        self.tool_calls.append_value(s.tool_calls);
         let line = canonical.strip_suffix(b"\n").unwrap_or(canonical);
         self.record.append_value(String::from_utf8_lossy(line));
     }
 
-    /// The rows so far as a batch; the builders start over.
+    /// The rows so far as a batch; the builders start over (with fresh, presized ones).
     pub fn finish(&mut self) -> Result<RecordBatch, ArrowError> {
-        self.len = 0;
+        let mut done = std::mem::take(self);
         let columns: Vec<ArrayRef> = vec![
-            Arc::new(self.id.finish()),
-            Arc::new(self.format.finish()),
-            Arc::new(self.source_path.finish()),
-            Arc::new(self.source_line.finish()),
-            Arc::new(self.task_key.finish()),
-            Arc::new(self.task_id.finish()),
-            Arc::new(self.environment.finish()),
-            Arc::new(self.outcome.finish()),
-            Arc::new(self.verification.finish()),
-            Arc::new(self.reward.finish()),
-            Arc::new(self.agent.finish()),
-            Arc::new(self.model.finish()),
-            Arc::new(self.steps.finish()),
-            Arc::new(self.tool_calls.finish()),
-            Arc::new(self.record.finish()),
+            Arc::new(done.id.finish()),
+            Arc::new(done.format.finish()),
+            Arc::new(done.source_path.finish()),
+            Arc::new(done.source_line.finish()),
+            Arc::new(done.task_key.finish()),
+            Arc::new(done.task_id.finish()),
+            Arc::new(done.environment.finish()),
+            Arc::new(done.outcome.finish()),
+            Arc::new(done.verification.finish()),
+            Arc::new(done.reward.finish()),
+            Arc::new(done.agent.finish()),
+            Arc::new(done.model.finish()),
+            Arc::new(done.steps.finish()),
+            Arc::new(done.tool_calls.finish()),
+            Arc::new(done.record.finish()),
         ];
         RecordBatch::try_new(schema(), columns)
     }

@@ -18,6 +18,11 @@ use trajkit_formats::ReadRequest;
 
 use crate::stream::{Mode, Stream};
 
+/// mimalloc, as in the `trajkit` binary: the engine's own allocations (parsed records,
+/// Arrow buffers) go through it; Python's objects keep Python's allocator.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Runs the `trajkit` command line (`argv[0]` is the program name) and returns its exit
 /// status: the binary's flags, output and exit codes.
 #[pyfunction]
@@ -144,6 +149,7 @@ fn trajectories(py: Python<'_>, library: PathBuf, filter: Option<String>) -> PyR
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    trajkit::alloc::tune_allocator();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_MAX_RECORD_MIB", trajkit_ops::DEFAULT_MAX_RECORD_MIB)?;
     m.add_class::<Stream>()?;

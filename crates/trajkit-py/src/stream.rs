@@ -10,9 +10,10 @@ use arrow_array::RecordBatch;
 use crossbeam_channel::{bounded, Receiver, Sender};
 use pyo3::prelude::*;
 use pyo3_arrow::PyRecordBatch;
+use trajkit_formats::pipeline::Analyzer;
 use trajkit_formats::{FileReport, FormatError, InputFile, ReadOutcome, ReadRequest, Rejection, Sink};
 
-use crate::arrow::{Rows, BATCH_ROWS};
+use crate::arrow::{Rows, Summary};
 use crate::errors;
 use crate::wait;
 
@@ -26,6 +27,9 @@ pub enum Mode {
     /// Nothing but reports and rejections (`inspect`, `validate`).
     Reports,
 }
+
+/// The largest canonical record an Arrow `Utf8` column holds (its offsets are `i32`).
+const MAX_RECORD_COLUMN_BYTES: usize = i32::MAX as usize;
 
 /// Messages from the worker, in input order.
 enum Item {
@@ -67,17 +71,26 @@ impl Forward {
 }
 
 impl Sink for Forward {
-    fn trajectory(&mut self, _: &InputFile, t: Option<&trajkit_model::Trajectory>, canonical: Option<&[u8]>) {
-        match (self.mode, t, canonical) {
-            (Mode::Records, _, Some(bytes)) => self.send(Item::Record(bytes.to_vec())),
-            (Mode::Arrow, Some(t), Some(bytes)) => {
-                self.rows.push(t, bytes);
-                if self.rows.len() >= BATCH_ROWS {
-                    self.flush_rows();
-                }
-            }
-            _ => {}
+    fn trajectory(&mut self, _: &InputFile, _: Option<&trajkit_model::Trajectory>, canonical: Option<&[u8]>) {
+        if let (Mode::Records, Some(bytes)) = (self.mode, canonical) {
+            self.send(Item::Record(bytes.to_vec()));
         }
+    }
+
+    /// Arrow mode: the row's summary was computed on a worker thread; append it.
+    fn analyzed(&mut self, _: &InputFile, analysis: Box<dyn std::any::Any + Send>, canonical: Option<&[u8]>) {
+        let (Ok(summary), Some(bytes)) = (analysis.downcast::<Summary>(), canonical) else {
+            return self
+                .send(Item::Failed("internal error: a record reached the Arrow rows without its summary".into()));
+        };
+        if bytes.len() > MAX_RECORD_COLUMN_BYTES {
+            let message = format!("a canonical record of {} bytes does not fit an Arrow string column", bytes.len());
+            return self.send(Item::Failed(message));
+        }
+        if self.rows.full_before(bytes.len()) {
+            self.flush_rows();
+        }
+        self.rows.push(&summary, bytes);
     }
 
     fn rejection(&mut self, r: &Rejection) {
@@ -111,8 +124,15 @@ fn spawn(
         let mut sink =
             Forward { mode, strict, rejected: false, tx: tx.clone(), rows: Rows::default(), cancel, closed: false };
         let canonical = mode != Mode::Reports;
-        let records = mode == Mode::Arrow;
-        let done = pool.install(|| trajkit_formats::read_paths(&req, canonical, records, &mut |_, _| {}, &mut sink));
+        // Arrow rows: the summary is computed on the worker threads (the record is dropped
+        // there too); the ordered thread only appends it with the canonical JSON.
+        let analyze: Option<Analyzer> = (mode == Mode::Arrow).then(|| {
+            Arc::new(|t: &trajkit_model::Trajectory| Box::new(Summary::of(t)) as Box<dyn std::any::Any + Send>)
+                as Analyzer
+        });
+        let done = pool.install(|| {
+            trajkit_formats::read_paths_analyzed(&req, canonical, false, analyze, &mut |_, _| {}, &mut sink)
+        });
         sink.flush_rows();
         let _ = tx.send(Item::Done(done));
     });

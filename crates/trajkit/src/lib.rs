@@ -2,6 +2,7 @@
 //! Python package's `trajkit` command execute, so both have the same flags, output and
 //! exit codes.
 
+pub mod alloc;
 pub mod api;
 pub mod cli;
 mod commands;
