@@ -260,10 +260,9 @@ impl LibrarySink<'_> {
             renamed = with_id(canonical, &id, &row.path)?;
             &renamed
         };
-        let (shard, shard_line) = self.shards.append(bytes)?;
+        let placed = self.shards.append(bytes)?;
         row.id = id;
-        row.shard = shard;
-        row.shard_line = shard_line;
+        placed.fill(&mut row);
         *self.formats_seen.entry(row.format.clone()).or_default() += 1;
         let ordinal = self.ordinal;
         self.ordinal += 1;
@@ -601,6 +600,8 @@ fn make_row(
         duplicate_outcomes_disagree: false,
         duration_seconds: crate::latency::duration_seconds(t),
         cached_tokens: t.metrics.as_ref().and_then(|m| m.cached_tokens),
+        shard_offset: None,
+        frame_offset: None,
     }
 }
 
