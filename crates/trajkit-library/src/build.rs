@@ -261,6 +261,8 @@ pub(crate) fn make_row(
         duplicate_outcomes_disagree: false,
         duration_seconds: crate::latency::duration_seconds(t),
         cached_tokens: t.metrics.as_ref().and_then(|m| m.cached_tokens),
+        shard_offset: None,
+        frame_offset: None,
     }
 }
 

@@ -8,6 +8,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
+use serde::de::IgnoredAny;
+use serde::Deserialize;
 use serde_json::json;
 use trajkit_formats::FileReport;
 
@@ -17,7 +19,7 @@ use crate::index::{FileRow, IndexWriter, Msg};
 use crate::partial::{unique_id, with_id, Entry, IdCounts, PartialSummary, ENTRIES, SUMMARY};
 use crate::plan::{partial_dir, registry_of, BuildPlan};
 use crate::registry::Registry;
-use crate::shards::ShardWriter;
+use crate::shards::{Placement, ShardWriter};
 use crate::{coverage, layout, rows_out, stats};
 
 /// Entries loaded between two looks at `Progress::cancelled`.
@@ -146,35 +148,56 @@ struct Merge<'a> {
     progress: &'a dyn Progress,
 }
 
+/// Per shard of a partial: line -> the id its record takes in the library.
+type Renames = BTreeMap<u32, HashMap<u64, String>>;
+
+/// Per rewritten shard of a partial: where each line's record now lies.
+type Placements = BTreeMap<u32, Vec<Placement>>;
+
+/// What the id pass reads of an `entries.jsonl` line (the rest is skipped, not built).
+#[derive(Deserialize)]
+enum IdEntry {
+    Trajectory { record_id: String, row: IdRow },
+    Rejection(IgnoredAny),
+    File {},
+}
+
+/// The row fields the id pass needs.
+#[derive(Deserialize)]
+struct IdRow {
+    id: String,
+    shard: String,
+    shard_line: u64,
+}
+
 impl Merge<'_> {
     /// Loads one partial's entries and moves its shards into place, rewriting the
-    /// records whose id repeats one of an earlier group.
+    /// records whose id repeats one of an earlier group (and their frame offsets).
     fn partial(&mut self, staging: &Path, p: &PartialSummary, registry: &Registry) -> Result<(), LibraryError> {
         let dir = partial_dir(staging, p.group);
         let path = dir.join(ENTRIES);
-        let file = std::fs::File::open(&path).map_err(LibraryError::io(&path))?;
-        // Per shard of the partial: line -> the id the record gets in the library.
-        let mut renames: BTreeMap<u32, HashMap<u64, String>> = BTreeMap::new();
-        for (n, line) in BufReader::with_capacity(1 << 20, file).lines().enumerate() {
+        // The first partial's ids are already the library's: the id pass is needed only
+        // once an earlier group has taken ids.
+        let assigned = if self.ids.is_empty() { None } else { Some(self.assign_ids(&path)?) };
+        let renames = assigned.as_ref().map(|(_, r)| r.clone()).unwrap_or_default();
+        let placements = self.place_shards(staging, &dir, p.shards, &renames)?;
+        let mut ids = assigned.map(|(ids, _)| ids.into_iter());
+        for (n, line) in entry_lines(&path)?.enumerate() {
             let line = line.map_err(LibraryError::io(&path))?;
-            let entry: Entry = serde_json::from_str(&line).map_err(|source| LibraryError::Json {
-                path: path.clone(),
-                line: n as u64 + 1,
-                source,
-            })?;
+            let entry: Entry = parse_entry(&path, n, &line)?;
             if (n as u64).is_multiple_of(POLL_EVERY) {
                 cancelled(self.progress)?;
             }
             let msg = match entry {
                 Entry::Trajectory { record_id, mut row, steps, calls } => {
-                    let local = shard_number(&row.shard).ok_or_else(|| LibraryError::Invalid {
-                        path: path.clone(),
-                        message: format!("line {}: shard {:?} is not a partial's shard", n + 1, row.shard),
-                    })?;
-                    let id = unique_id(&mut self.ids, &record_id);
-                    if id != row.id {
-                        renames.entry(local).or_default().insert(row.shard_line, id.clone());
-                        row.id = id;
+                    let local = local_shard(&path, n, &row.shard)?;
+                    row.id = match ids.as_mut().and_then(|i| i.next()) {
+                        Some(id) => id,
+                        None => unique_id(&mut self.ids, &record_id),
+                    };
+                    let line = (row.shard_line as usize).checked_sub(1);
+                    if let Some(placed) = placements.get(&local).zip(line).and_then(|(v, i)| v.get(i)) {
+                        placed.clone().fill(&mut row);
                     }
                     row.shard = shard_name(self.shards + local);
                     let ordinal = self.ordinal;
@@ -195,50 +218,97 @@ impl Merge<'_> {
                 });
             }
         }
-        self.place_shards(staging, &dir, p.shards, &renames)?;
         self.shards += p.shards;
         Ok(())
     }
 
+    /// The id pass: the library id of each trajectory of the partial, in order, and the
+    /// shard lines whose record must be rewritten with it.
+    fn assign_ids(&mut self, path: &Path) -> Result<(Vec<String>, Renames), LibraryError> {
+        let mut ids = Vec::new();
+        let mut renames = Renames::new();
+        for (n, line) in entry_lines(path)?.enumerate() {
+            let line = line.map_err(LibraryError::io(path))?;
+            if let IdEntry::Trajectory { record_id, row } = parse_entry(path, n, &line)? {
+                let id = unique_id(&mut self.ids, &record_id);
+                if id != row.id {
+                    let local = local_shard(path, n, &row.shard)?;
+                    renames.entry(local).or_default().insert(row.shard_line, id.clone());
+                }
+                ids.push(id);
+            }
+        }
+        Ok((ids, renames))
+    }
+
     /// Moves the partial's shards to their library numbers (a rename; rewritten when
-    /// some of their records take another id).
+    /// some of their records take another id, whose new placements are returned).
     fn place_shards(
         &self,
         staging: &Path,
         dir: &Path,
         count: u32,
-        renames: &BTreeMap<u32, HashMap<u64, String>>,
-    ) -> Result<(), LibraryError> {
+        renames: &Renames,
+    ) -> Result<Placements, LibraryError> {
         let canonical = staging.join("canonical");
         std::fs::create_dir_all(&canonical).map_err(LibraryError::io(&canonical))?;
+        let mut placements = Placements::new();
         for local in 0..count {
             let from = dir.join(shard_name(local));
             let to = staging.join(shard_name(self.shards + local));
             match renames.get(&local) {
                 None => std::fs::rename(&from, &to).map_err(LibraryError::io(&to))?,
-                Some(ids) => rewrite_shard(&from, &to, ids)?,
+                Some(ids) => {
+                    placements.insert(local, rewrite_shard(&from, &to, ids)?);
+                }
             }
         }
-        Ok(())
+        Ok(placements)
     }
 }
 
-/// Copies a shard, giving the records at the lines of `ids` their library id.
-fn rewrite_shard(from: &Path, to: &Path, ids: &HashMap<u64, String>) -> Result<(), LibraryError> {
+/// The lines of a partial's `entries.jsonl`.
+fn entry_lines(path: &Path) -> Result<std::io::Lines<BufReader<std::fs::File>>, LibraryError> {
+    let file = std::fs::File::open(path).map_err(LibraryError::io(path))?;
+    Ok(BufReader::with_capacity(1 << 20, file).lines())
+}
+
+/// One line of `entries.jsonl`, parsed as `T`; an error names the file and line.
+fn parse_entry<T: serde::de::DeserializeOwned>(path: &Path, n: usize, line: &str) -> Result<T, LibraryError> {
+    serde_json::from_str(line).map_err(|source| LibraryError::Json {
+        path: path.to_path_buf(),
+        line: n as u64 + 1,
+        source,
+    })
+}
+
+/// The number of the partial's shard a row names.
+fn local_shard(path: &Path, n: usize, shard: &str) -> Result<u32, LibraryError> {
+    shard_number(shard).ok_or_else(|| LibraryError::Invalid {
+        path: path.to_path_buf(),
+        message: format!("line {}: shard {shard:?} is not a partial's shard", n + 1),
+    })
+}
+
+/// Copies a shard, giving the records at the lines of `ids` their library id; returns
+/// every record's new placement, by line.
+fn rewrite_shard(from: &Path, to: &Path, ids: &HashMap<u64, String>) -> Result<Vec<Placement>, LibraryError> {
     let file = std::fs::File::open(from).map_err(LibraryError::io(from))?;
     let reader = BufReader::new(zstd::stream::read::Decoder::new(file).map_err(LibraryError::io(from))?);
     let tmp = tempfile::tempdir_in(trajkit_io::parent_dir(to)).map_err(LibraryError::io(to))?;
     let mut writer = ShardWriter::new(&tmp.path().join("canonical"), u64::MAX, 1)?;
+    let mut placed = Vec::new();
     for (n, line) in reader.split(b'\n').enumerate() {
         let line = line.map_err(LibraryError::io(from))?;
-        match ids.get(&(n as u64 + 1)) {
+        placed.push(match ids.get(&(n as u64 + 1)) {
             Some(id) => writer.append(&with_id(&line, id, &from.display().to_string())?)?,
             None => writer.append(&line)?,
-        };
+        });
     }
     writer.finish()?;
     let written = tmp.path().join(shard_name(0));
-    std::fs::rename(&written, to).map_err(LibraryError::io(to))
+    std::fs::rename(&written, to).map_err(LibraryError::io(to))?;
+    Ok(placed)
 }
 
 /// `canonical/part-NNNNN.jsonl.zst`: a shard's name relative to the library root.

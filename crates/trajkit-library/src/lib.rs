@@ -15,6 +15,7 @@ pub mod registry;
 pub mod row;
 pub mod rows_out;
 pub mod score;
+pub mod seek;
 pub mod shards;
 pub mod split;
 pub mod stats;

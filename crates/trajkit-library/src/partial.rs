@@ -220,10 +220,9 @@ impl PartialSink<'_> {
             renamed = with_id(canonical, &id, &row.path)?;
             &renamed
         };
-        let (shard, shard_line) = self.shards.append(bytes)?;
+        let placed = self.shards.append(bytes)?;
         let record_id = std::mem::replace(&mut row.id, id);
-        row.shard = shard;
-        row.shard_line = shard_line;
+        placed.fill(&mut row);
         self.ordinal += 1;
         self.write(&Entry::Trajectory { record_id, row: Box::new(row), steps, calls })
     }

@@ -58,9 +58,14 @@ impl Library {
         Ok(Rows { path, lines: reader.lines(), line: 0 })
     }
 
-    /// The canonical record of `row`, read from its shard (decompressed up to its line).
+    /// The canonical record of `row`: its shard's zstd frame alone is decompressed (a
+    /// library built before shards had frames is decompressed up to the record's line).
     /// For one record at a time (the viewer); streaming readers use [`Library::records`].
     pub fn record_at(&self, row: &Row) -> Result<Trajectory, LibraryError> {
+        if let (Some(shard_offset), Some(frame_offset)) = (row.shard_offset, row.frame_offset) {
+            let path = shard_path(&self.root, row, &self.root.join(ROWS_PATH))?;
+            return crate::seek::record_in_frame(&path, row, shard_offset, frame_offset);
+        }
         let mut records = Records { root: self.root.clone(), rows: Rows::empty(), shard: None, keep: |_: &Row| true };
         records.record_for(row)
     }
@@ -110,6 +115,17 @@ impl Iterator for Rows {
     }
 }
 
+/// `root`/`row.shard`, or an error naming `rows` when the shard name leaves the library.
+fn shard_path(root: &Path, row: &Row, rows: &Path) -> Result<PathBuf, LibraryError> {
+    if row.shard.contains("..") || Path::new(&row.shard).is_absolute() {
+        return Err(LibraryError::Invalid {
+            path: rows.to_path_buf(),
+            message: format!("row {}: shard path {:?} leaves the library", row.id, row.shard),
+        });
+    }
+    Ok(root.join(&row.shard))
+}
+
 /// The shard being read: its relative name, reader, and the last line number read.
 struct OpenShard {
     name: String,
@@ -142,12 +158,7 @@ impl<F: FnMut(&Row) -> bool> Records<F> {
 
     fn record_for(&mut self, row: &Row) -> Result<Trajectory, LibraryError> {
         if self.shard.as_ref().map(|s| s.name.as_str()) != Some(row.shard.as_str()) {
-            if row.shard.contains("..") || Path::new(&row.shard).is_absolute() {
-                return Err(LibraryError::Invalid {
-                    path: self.rows.path.clone(),
-                    message: format!("row {}: shard path {:?} leaves the library", row.id, row.shard),
-                });
-            }
+            shard_path(&self.root, row, &self.rows.path)?;
             self.open_shard(&row.shard)?;
         }
         let shard = self

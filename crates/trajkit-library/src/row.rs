@@ -102,4 +102,11 @@ pub struct Row {
     pub duration_seconds: Option<f64>,
     /// Prompt tokens served from cache, as the source states them.
     pub cached_tokens: Option<u64>,
+    /// Byte offset in the shard where the zstd frame holding the record starts (`None` in
+    /// libraries built before shards had frames: the record is found by its line).
+    #[serde(default)]
+    pub shard_offset: Option<u64>,
+    /// Byte offset of the record in its decompressed frame (with `shard_offset`).
+    #[serde(default)]
+    pub frame_offset: Option<u64>,
 }

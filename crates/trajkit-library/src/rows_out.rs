@@ -15,7 +15,7 @@ pub const ROW_COLUMNS: &str =
   structural_problems, action_observation_completeness, decisions, steps, tool_calls, subagents, gaps, complete,
   sft_eligible, training_eligible, quality_tier, task_rank, duplicate_group, duplicate_group_size, split,
   content_digest, prompt_tokens, completion_tokens, cost_usd, environment_version, interaction_digest,
-  duplicate_outcomes_disagree, duration_seconds, cached_tokens";
+  duplicate_outcomes_disagree, duration_seconds, cached_tokens, shard_offset, frame_offset";
 
 /// Reads one `trajectories` row selected with `ROW_COLUMNS`.
 pub fn row_from_sql(r: &SqlRow<'_>) -> rusqlite::Result<Row> {
@@ -67,6 +67,8 @@ pub fn row_from_sql(r: &SqlRow<'_>) -> rusqlite::Result<Row> {
         duplicate_outcomes_disagree: r.get(43)?,
         duration_seconds: r.get(44)?,
         cached_tokens: r.get(45)?,
+        shard_offset: r.get(46)?,
+        frame_offset: r.get(47)?,
     })
 }
 

@@ -26,7 +26,7 @@ TABLES = {
 }
 
 
-def rows(lib, drop=("shard", "shard_line")):
+def rows(lib, drop=("shard", "shard_line", "shard_offset", "frame_offset")):
     with gzip.open(os.path.join(lib, "evaluation", "per_trajectory.jsonl.gz"), "rt") as f:
         out = [json.loads(line) for line in f]
     for r in out:

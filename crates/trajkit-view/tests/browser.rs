@@ -4,60 +4,15 @@
 //! and a screenshot must not be blank. Without chromium the test prints why and passes,
 //! unless TRAJKIT_REQUIRE_CHROMIUM=1 (CI) makes a missing browser a failure.
 
+#[path = "../../trajkit-export/tests/chromium/mod.rs"]
+mod chromium;
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
 
+use chromium::dom;
 use support::{as_text, serve, HOSTILE};
 use trajkit_view::ViewOptions;
-
-fn chromium() -> Option<PathBuf> {
-    let found = std::env::var_os("PATH")
-        .and_then(|paths| std::env::split_paths(&paths).map(|d| d.join("chromium")).find(|p| p.is_file()));
-    if found.is_none() {
-        let required = std::env::var("TRAJKIT_REQUIRE_CHROMIUM").is_ok_and(|v| v == "1");
-        assert!(!required, "TRAJKIT_REQUIRE_CHROMIUM=1 but no chromium on PATH (apt-get install chromium)");
-        eprintln!("skipped: chromium is not installed (apt-get install chromium)");
-    }
-    found
-}
-
-/// Headless chromium on `url` with `args`; its stdout. Killed after 120 s.
-fn chromium_run(bin: &Path, url: &str, args: &[String]) -> String {
-    let profile = tempfile::tempdir().expect("profile dir");
-    let out = profile.path().join("stdout");
-    let mut child = Command::new(bin)
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run"])
-        .arg(format!("--user-data-dir={}", profile.path().join("p").display()))
-        .args(args)
-        .arg(url)
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out).expect("stdout file"))
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start chromium");
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            assert!(status.success(), "chromium exited with {status}");
-            break;
-        }
-        if start.elapsed() > Duration::from_secs(120) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("chromium did not finish in 120 s");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    std::fs::read_to_string(out).expect("dom")
-}
-
-/// The DOM chromium built for `url`.
-fn dom(bin: &Path, url: &str) -> String {
-    chromium_run(bin, url, &["--dump-dom".to_string()])
-}
 
 /// The first `href` in `dom` starting with `prefix`, decoded from the DOM's `&amp;`.
 fn href(dom: &str, prefix: &str) -> String {
@@ -68,7 +23,7 @@ fn href(dom: &str, prefix: &str) -> String {
 
 #[test]
 fn a_person_browses_filters_searches_opens_follows_and_compares() {
-    let Some(bin) = chromium() else { return };
+    let Some(bin) = chromium::find() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
     let (_, server) = serve(dir.path(), ViewOptions::default());
     let base = format!("http://{}", server.addr());
@@ -122,7 +77,7 @@ fn a_person_browses_filters_searches_opens_follows_and_compares() {
 
     // A screenshot of the side-by-side view is not blank.
     let shot = dir.path().join("shot.png");
-    chromium_run(&bin, &side_url, &[format!("--screenshot={}", shot.display()), "--window-size=1280,900".into()]);
+    chromium::screenshot(&bin, &side_url, &shot, (1280, 900));
     assert_not_blank(&shot);
     if let Ok(keep) = std::env::var("TRAJKIT_VIEW_SCREENSHOT") {
         std::fs::copy(&shot, keep).expect("keep screenshot");
@@ -132,17 +87,11 @@ fn a_person_browses_filters_searches_opens_follows_and_compares() {
 
 /// The PNG at `path` is 1280×900 with many distinct shades (a rendered page, not a blank one).
 fn assert_not_blank(path: &Path) {
-    let file = std::io::BufReader::new(std::fs::File::open(path).expect("screenshot written"));
-    let mut decoder = png::Decoder::new(file);
-    decoder.set_transformations(png::Transformations::normalize_to_color8());
-    let mut reader = decoder.read_info().expect("a PNG");
-    let mut buf = vec![0; reader.output_buffer_size().expect("size")];
-    let info = reader.next_frame(&mut buf).expect("decode");
-    assert_eq!((info.width, info.height), (1280, 900));
-    let channels = info.color_type.samples();
+    let (width, height, pixels) = chromium::rgb_pixels(path);
+    assert_eq!((width, height), (1280, 900));
     let mut shades = std::collections::HashSet::new();
     let mut dark = 0usize;
-    for px in buf[..info.buffer_size()].chunks(channels) {
+    for px in pixels {
         let luma = (u32::from(px[0]) + u32::from(px[1]) + u32::from(px[2])) / 3;
         shades.insert(luma);
         if luma < 128 {

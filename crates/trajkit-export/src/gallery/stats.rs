@@ -349,6 +349,8 @@ mod tests {
             duplicate_outcomes_disagree: false,
             duration_seconds: None,
             cached_tokens: None,
+            shard_offset: None,
+            frame_offset: None,
         }
     }
 

@@ -100,6 +100,8 @@ pub fn row(t: &Trajectory, source: &str, status: &str, split: &str) -> Row {
         duplicate_outcomes_disagree: false,
         duration_seconds: None,
         cached_tokens: metrics.and_then(|m| m.cached_tokens),
+        shard_offset: None,
+        frame_offset: None,
     }
 }
 

@@ -133,6 +133,8 @@ fn row(t: &Trajectory, spec: &Spec, shard_line: u64) -> Row {
         duplicate_outcomes_disagree: false,
         duration_seconds: None,
         cached_tokens: t.metrics.as_ref().and_then(|m| m.cached_tokens),
+        shard_offset: None,
+        frame_offset: None,
     }
 }
 
