@@ -142,6 +142,21 @@ struct OwnedRecord {
 /// its layout, standard input when that is the file, and whether it is Parquet.
 type ProducerJob = (InputFile, Option<&'static dyn Reader>, Layout, Option<Box<dyn BufRead + Send>>, bool);
 
+/// The pool that maps records. Called inside a pool (a caller's `install`, as Python's and
+/// Ray's per-call pools do), one of the same size: the mapping runs on a thread of its own,
+/// where rayon would otherwise use its global pool (every core). Otherwise the global pool.
+fn mapping_pool() -> Result<Option<rayon::ThreadPool>, FormatError> {
+    if rayon::current_thread_index().is_none() {
+        return Ok(None);
+    }
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(rayon::current_num_threads())
+        .thread_name(|i| format!("trajkit-map-{i}"))
+        .build()
+        .map(Some)
+        .map_err(|e| FormatError::Internal(format!("cannot start the mapping threads: {e}")))
+}
+
 /// Reads every file, calling the sink in input order; returns one report per file.
 pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -> Result<Vec<FileReport>, FormatError> {
     let forced = forced_reader(opts)?;
@@ -180,27 +195,34 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
     let (canonical, keep) = (opts.canonical, opts.records);
     let outcomes = opts.outcomes.clone();
     let analyze = opts.analyze.clone();
+    let pool = mapping_pool()?;
     let stage = std::thread::spawn(move || {
         for batch in rx {
-            let processed: Vec<Option<Processed>> = batch
-                .items
-                .par_iter()
-                .map(|item| match item {
-                    Item::Record(r) => match stage_jobs.get(r.file) {
-                        Some((Some(reader), file)) => Some(process(
-                            *reader,
-                            batch.bytes(r),
-                            r,
-                            file,
-                            (canonical, keep),
-                            outcomes.as_deref(),
-                            analyze.as_ref(),
-                        )),
-                        _ => None,
-                    },
-                    Item::End(..) => None,
-                })
-                .collect();
+            let map = || -> Vec<Option<Processed>> {
+                batch
+                    .items
+                    .par_iter()
+                    .map(|item| match item {
+                        Item::Record(r) => match stage_jobs.get(r.file) {
+                            Some((Some(reader), file)) => Some(process(
+                                *reader,
+                                batch.bytes(r),
+                                r,
+                                file,
+                                (canonical, keep),
+                                outcomes.as_deref(),
+                                analyze.as_ref(),
+                            )),
+                            _ => None,
+                        },
+                        Item::End(..) => None,
+                    })
+                    .collect()
+            };
+            let processed = match &pool {
+                Some(p) => p.install(map),
+                None => map(),
+            };
             if done_tx.send((batch, processed)).is_err() {
                 return;
             }
