@@ -26,7 +26,8 @@ fi
 # installed: that needs only make and a C compiler.
 afl_version=0.17.1
 if ! cargo afl --version 2>/dev/null | grep -qF "$afl_version"; then
-  cargo install --locked --quiet cargo-afl --version "$afl_version"
+  # stdin from /dev/null: cargo probes rustc with `rustc -`, which must not read the caller's stdin.
+  cargo install --locked --quiet cargo-afl --version "$afl_version" </dev/null
 fi
 data=${XDG_DATA_HOME:-$HOME/.local/share}/afl.rs
 if ! compgen -G "$data/rustc-*/afl.rs-$afl_version/afl-llvm/afl-compiler-rt.o" >/dev/null; then
