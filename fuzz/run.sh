@@ -25,8 +25,9 @@ fi
 # cargo-afl builds AFL++ (afl-fuzz, afl-cmin, its runtime) from its bundled source when it is
 # installed: that needs only make and a C compiler.
 afl_version=0.17.1
-if ! cargo afl --version 2>/dev/null | grep -qF "$afl_version"; then
-  # stdin from /dev/null: cargo probes rustc with `rustc -`, which must not read the caller's stdin.
+# `cargo afl` is run only when cargo-afl exists: after cargo's "no such command" in this
+# shell, the `cargo install` that followed failed its rustc probe (seen on this machine).
+if ! { command -v cargo-afl >/dev/null && cargo afl --version 2>/dev/null | grep -qF "$afl_version"; }; then
   cargo install --locked --quiet cargo-afl --version "$afl_version" </dev/null
 fi
 data=${XDG_DATA_HOME:-$HOME/.local/share}/afl.rs
