@@ -98,6 +98,16 @@ fn build(py: Python<'_>, flags: Vec<String>) -> PyResult<String> {
         Ok(pool.install(|| trajkit_ops::build(&req, &wait::Cancel(cancel)))?)
     })?;
     let summary = result.map_err(|e| errors::failed(py, &e))?;
+    build_summary(py, &output, &summary)
+}
+
+/// A finished build as Python gets it: its summary as JSON, or RejectedRecordError when
+/// `--strict` stopped it (nothing written). Shared by `build` and the Ray build's finish.
+pub(crate) fn build_summary(
+    py: Python<'_>,
+    output: &std::path::Path,
+    summary: &trajkit_library::BuildSummary,
+) -> PyResult<String> {
     if let Some(failure) = &summary.strict_failure {
         let message = format!("--strict: {failure}; no library written, {} is unchanged", output.display());
         return Err(errors::with_location::<errors::RejectedRecordError>(py, message, None, None, None));

@@ -130,22 +130,7 @@ impl RayBuild {
         let req = trajkit_ops::BuildRequest { library: self.opts.clone(), ..Default::default() };
         let summary = wait::run(py, move |cancel| trajkit_ops::build::finish(session, &req, &plan, &Cancel(cancel)))?
             .map_err(|e| errors::ops_error(py, &e))?;
-        if let Some(failure) = &summary.strict_failure {
-            let message =
-                format!("--strict: {failure}; no library written, {} is unchanged", self.opts.output.display());
-            return Err(errors::with_location::<errors::RejectedRecordError>(py, message, None, None, None));
-        }
-        let json = serde_json::json!({
-            "library": self.opts.output.display().to_string(),
-            "files": summary.files,
-            "unreadable": summary.unreadable,
-            "records": summary.records,
-            "trajectories": summary.trajectories,
-            "rejected": summary.rejected,
-            "shards": summary.shards,
-            "warnings": summary.warnings,
-        });
-        Ok(json.to_string())
+        crate::build_summary(py, &self.opts.output, &summary)
     }
 
     /// Abandons the build: the staging directory is removed and the lock released.

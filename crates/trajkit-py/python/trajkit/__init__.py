@@ -99,6 +99,27 @@ class Read:
         self._stream.close()
 
 
+
+def _stream(
+    paths: Paths,
+    mode: str,
+    format: Optional[str],
+    threads: Optional[int],
+    outcomes: Optional[PathLike],
+    strict: bool,
+    max_record_mib: int,
+) -> Any:
+    """The engine's read driver on a worker thread: ``mode`` is records, arrow or reports."""
+    return _native.read_stream(
+        _paths(paths),
+        mode,
+        format=format,
+        threads=threads,
+        outcomes=_opt_path(outcomes),
+        strict=strict,
+        max_record_mib=max_record_mib,
+    )
+
 def read(
     paths: Paths,
     *,
@@ -128,15 +149,7 @@ def read(
     Raises:
         InputError: nothing could be read. UsageError: an unknown format.
     """
-    stream = _native.read_stream(
-        _paths(paths),
-        "records",
-        format=format,
-        threads=threads,
-        outcomes=_opt_path(outcomes),
-        strict=strict,
-        max_record_mib=max_record_mib,
-    )
+    stream = _stream(paths, "records", format, threads, outcomes, strict, max_record_mib)
     return Read(stream)
 
 
@@ -160,15 +173,7 @@ def read_arrow(
     """
     import pyarrow as pa
 
-    stream = _native.read_stream(
-        _paths(paths),
-        "arrow",
-        format=format,
-        threads=threads,
-        outcomes=_opt_path(outcomes),
-        strict=strict,
-        max_record_mib=max_record_mib,
-    )
+    stream = _stream(paths, "arrow", format, threads, outcomes, strict, max_record_mib)
     return pa.RecordBatchReader.from_batches(arrow_schema(), iter(stream))
 
 
@@ -191,14 +196,7 @@ def inspect(
     duplicate_records, rejected, reasons, gaps (and part_of, error, guess when they apply).
     Options as for ``read`` (``max_record_mib`` included).
     """
-    stream = _native.read_stream(
-        _paths(paths),
-        "reports",
-        format=format,
-        threads=threads,
-        outcomes=_opt_path(outcomes),
-        max_record_mib=max_record_mib,
-    )
+    stream = _stream(paths, "reports", format, threads, outcomes, False, max_record_mib)
     stream.drain()
     return [json.loads(r) for r in stream.reports_json()]
 
@@ -236,15 +234,7 @@ def validate(
     With ``strict=True`` the first rejected record raises ``RejectedRecordError``.
     Options as for ``read`` (``max_record_mib`` included).
     """
-    stream = _native.read_stream(
-        _paths(paths),
-        "reports",
-        format=format,
-        threads=threads,
-        outcomes=_opt_path(outcomes),
-        strict=strict,
-        max_record_mib=max_record_mib,
-    )
+    stream = _stream(paths, "reports", format, threads, outcomes, strict, max_record_mib)
     stream.drain()
     return Validation(stream)
 
