@@ -17,7 +17,8 @@ const BUFFER: usize = 1 << 20;
 /// unfinished, its temporary file is removed.
 pub struct AtomicFile {
     writer: BufWriter<File>,
-    temp: tempfile::TempPath,
+    /// `None` when the target is a special file written in place (see `create`).
+    temp: Option<tempfile::TempPath>,
     target: PathBuf,
 }
 
@@ -32,6 +33,13 @@ impl AtomicFile {
         if target.file_name().is_none() {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "the output path names no file"));
         }
+        // A device, FIFO or socket (`-o /dev/null`, a named pipe) is written in place:
+        // renaming a file over it would replace the device with a regular file.
+        if std::fs::metadata(target).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+            let file = std::fs::OpenOptions::new().write(true).open(target)?;
+            let writer = BufWriter::with_capacity(BUFFER, file);
+            return Ok(AtomicFile { writer, temp: None, target: target.to_path_buf() });
+        }
         let dir = parent_dir(target);
         std::fs::create_dir_all(dir)?;
         let mut builder = tempfile::Builder::new();
@@ -43,7 +51,11 @@ impl AtomicFile {
             builder.permissions(std::fs::Permissions::from_mode(0o666));
         }
         let (file, temp) = builder.tempfile_in(dir)?.into_parts();
-        Ok(AtomicFile { writer: BufWriter::with_capacity(BUFFER, file), temp, target: target.to_path_buf() })
+        Ok(AtomicFile {
+            writer: BufWriter::with_capacity(BUFFER, file),
+            temp: Some(temp),
+            target: target.to_path_buf(),
+        })
     }
 
     /// The final name.
@@ -51,12 +63,15 @@ impl AtomicFile {
         &self.target
     }
 
-    /// Flushes, syncs the data to disk and renames the file to its final name.
+    /// Flushes, syncs the data to disk and renames the file to its final name (a special
+    /// file is only flushed).
     pub fn finish(self) -> io::Result<PathBuf> {
         let file = self.writer.into_inner().map_err(|e| e.into_error())?;
-        file.sync_all()?;
-        drop(file);
-        self.temp.persist(&self.target).map_err(|e| e.error)?;
+        if let Some(temp) = self.temp {
+            file.sync_all()?;
+            drop(file);
+            temp.persist(&self.target).map_err(|e| e.error)?;
+        }
         Ok(self.target)
     }
 }
@@ -83,6 +98,27 @@ pub fn write_atomic(target: &Path, bytes: &[u8]) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `-o /dev/null` once renamed a file over the device; a named pipe stands in for it
+    /// here (the same rule, and a failure cannot break the machine's /dev/null).
+    #[cfg(unix)]
+    #[test]
+    fn a_special_file_is_written_in_place_not_replaced() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(made.success());
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(fifo).unwrap())
+        };
+        write_atomic(&fifo, b"through the pipe").unwrap();
+        assert_eq!(reader.join().unwrap(), b"through the pipe");
+        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo(), "still a FIFO");
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(left.len(), 1, "no temporary file left beside it");
+    }
 
     /// The mode of an ordinary new file here (`File::create` asks for 0666; the umask applies).
     #[cfg(unix)]
