@@ -79,7 +79,7 @@ def test_batches_are_bounded_by_bytes(tmp_path) -> None:
             copies += 1
     expected = convert_lines(str(corpus)).stdout.splitlines()
     # The 5 bbq lines of each copy are rejected (not_a_rollout), as in the fixture itself.
-    assert (copies, len(rows), len(expected)) == (11, 117, 11 * 112)
+    assert (copies, len(rows), len(expected)) == (11, 118, 11 * 113)
 
     batches = list(trajkit.read_arrow(str(corpus)))
     sizes = [sum(len(r.encode()) for r in b["record"].to_pylist()) for b in batches]

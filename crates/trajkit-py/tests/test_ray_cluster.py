@@ -31,9 +31,9 @@ def two_nodes():
     cluster.shutdown()
 
 
-def _slow(group):
-    """Keeps each task busy long enough that one node cannot take them all in turn."""
-    time.sleep(0.2)
+# Keeps each task busy long enough that one node cannot take them all in turn. A lambda,
+# so that Ray ships it by value: the second node's workers cannot import this test module.
+_slow = lambda group: time.sleep(0.2)  # noqa: E731
 
 
 def test_partials_run_on_both_nodes_and_give_the_same_library(two_nodes, tmp_path) -> None:
