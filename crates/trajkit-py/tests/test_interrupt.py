@@ -24,6 +24,8 @@ SCRIPT = textwrap.dedent(
             trajkit.convert(src, out)
         elif kind == "build":
             trajkit.build(src, out)
+        elif kind == "export":
+            trajkit.Library(src).export(view="assistant-turn", split="train", out=out)
         else:
             for _ in trajkit.read(src):
                 pass
@@ -47,11 +49,22 @@ def corpus(tmp_path_factory):
     return out
 
 
-@pytest.mark.parametrize("kind", ["convert", "build", "read"])
-def test_sigint_stops_within_a_second_without_output(kind, corpus, tmp_path) -> None:
-    out = tmp_path / ("out.jsonl" if kind == "convert" else "library")
+@pytest.fixture(scope="module")
+def library(corpus, tmp_path_factory):
+    """A library of the generated corpus: the input of the interrupted export."""
+    import trajkit
+
+    out = tmp_path_factory.mktemp("library") / "library"
+    trajkit.build(corpus, out)
+    return out
+
+
+@pytest.mark.parametrize("kind", ["convert", "build", "read", "export"])
+def test_sigint_stops_within_a_second_without_output(kind, request, tmp_path) -> None:
+    src = request.getfixturevalue("library" if kind == "export" else "corpus")
+    out = tmp_path / ("library" if kind == "build" else "out.jsonl")
     proc = subprocess.Popen(
-        [sys.executable, "-c", SCRIPT, kind, str(corpus), str(out)],
+        [sys.executable, "-c", SCRIPT, kind, str(src), str(out)],
         stdout=subprocess.PIPE, text=True,
     )
     assert proc.stdout.readline().strip() == "started"
@@ -63,9 +76,9 @@ def test_sigint_stops_within_a_second_without_output(kind, corpus, tmp_path) -> 
     elapsed = time.monotonic() - sent
     assert "interrupted" in rest
     assert proc.returncode == 130
-    # read and convert stop at the next batch; build also joins its shard and index
-    # writer threads and removes its staging directory.
+    # read, convert and export stop at the next batch; build also joins its shard and
+    # index writer threads and removes its staging directory.
     limit = 3.0 if kind == "build" else 1.5
     assert elapsed < limit, f"took {elapsed:.2f}s to stop"
-    assert not out.exists()
-    assert [p for p in os.listdir(tmp_path) if p.startswith(".trajkit-")] == []
+    # Nothing is left: no output, no dataset card, no temporary file.
+    assert os.listdir(tmp_path) == []
