@@ -6,6 +6,7 @@
 mod arrow;
 mod errors;
 mod library;
+mod records;
 mod scale;
 mod stream;
 mod wait;
@@ -98,7 +99,7 @@ fn build(py: Python<'_>, flags: Vec<String>) -> PyResult<String> {
         Ok(pool.install(|| trajkit_ops::build(&req, &wait::Cancel(cancel)))?)
     })?;
     let summary = result.map_err(|e| errors::failed(py, &e))?;
-    build_summary(py, &output, &summary)
+    Ok(build_summary(py, &output, &summary)?.to_string())
 }
 
 /// A finished build as Python gets it: its summary as JSON, or RejectedRecordError when
@@ -107,7 +108,7 @@ pub(crate) fn build_summary(
     py: Python<'_>,
     output: &std::path::Path,
     summary: &trajkit_library::BuildSummary,
-) -> PyResult<String> {
+) -> PyResult<serde_json::Value> {
     if let Some(failure) = &summary.strict_failure {
         let message = format!("--strict: {failure}; no library written, {} is unchanged", output.display());
         return Err(errors::with_location::<errors::RejectedRecordError>(py, message, None, None, None));
@@ -122,7 +123,7 @@ pub(crate) fn build_summary(
         "shards": summary.shards,
         "warnings": summary.warnings,
     });
-    Ok(json.to_string())
+    Ok(json)
 }
 
 /// `trajkit export` with these flags (as on the command line, after `export`), on its own
@@ -149,12 +150,12 @@ fn query(py: Python<'_>, library: PathBuf, sql: String) -> PyResult<Bound<'_, Py
     table.into_pyarrow(py)
 }
 
-/// A library's canonical records (JSON strings) matching an optional SQL condition.
+/// A library's canonical records (JSON strings) matching an optional SQL condition,
+/// streamed in library order.
 #[pyfunction]
 #[pyo3(signature = (library, filter=None))]
-fn trajectories(py: Python<'_>, library: PathBuf, filter: Option<String>) -> PyResult<Vec<String>> {
-    wait::run(py, move |_| library::trajectories(library, filter))?
-        .map_err(|m| errors::with_location::<errors::BuildError>(py, m, None, None, None))
+fn trajectories(library: PathBuf, filter: Option<String>) -> records::Records {
+    records::Records::start(library, filter)
 }
 
 #[pymodule]
@@ -163,6 +164,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_MAX_RECORD_MIB", trajkit_ops::DEFAULT_MAX_RECORD_MIB)?;
     m.add_class::<Stream>()?;
+    m.add_class::<records::Records>()?;
     m.add_function(wrap_pyfunction!(run_cli, m)?)?;
     m.add_function(wrap_pyfunction!(read_stream, m)?)?;
     m.add_function(wrap_pyfunction!(rows_schema, m)?)?;

@@ -1,7 +1,7 @@
 //! A built library from Python: SQL on its index as Arrow tables, and its records.
 
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::builder::{Float64Builder, Int64Builder, StringBuilder};
@@ -71,11 +71,16 @@ fn column(values: Vec<Value>) -> (DataType, ArrayRef) {
     (DataType::Utf8, Arc::new(b.finish()))
 }
 
-/// The library's canonical records (as JSON) whose index row matches the SQL condition
-/// `filter` on the `trajectories` table (all records without one), in library order.
-pub fn trajectories(root: PathBuf, filter: Option<String>) -> Result<Vec<String>, Failure> {
-    let lib = Library::open(&root).map_err(|e| e.to_string())?;
-    let wanted: Option<HashSet<String>> = match &filter {
+/// Hands the library's canonical records (as JSON) whose index row matches the SQL
+/// condition `filter` on the `trajectories` table (all records without one) to `emit`, in
+/// library order, one at a time, until `emit` returns false (the consumer stopped).
+pub fn each_trajectory(
+    root: &Path,
+    filter: Option<&str>,
+    emit: &mut dyn FnMut(Result<String, Failure>) -> bool,
+) -> Result<(), Failure> {
+    let lib = Library::open(root).map_err(|e| e.to_string())?;
+    let wanted: Option<HashSet<String>> = match filter {
         Some(cond) => {
             let conn =
                 trajkit_library::index::open_read_only(&lib.root().join("index.sqlite")).map_err(|e| e.to_string())?;
@@ -88,13 +93,14 @@ pub fn trajectories(root: PathBuf, filter: Option<String>) -> Result<Vec<String>
     };
     let records =
         lib.records_where(|row| wanted.as_ref().is_none_or(|w| w.contains(&row.id))).map_err(|e| e.to_string())?;
-    records
-        .map(|r| {
-            r.and_then(|(_, t)| {
-                serde_json::to_string(&t)
-                    .map_err(|e| LibraryError::Invalid { path: root.clone(), message: e.to_string() })
-            })
-            .map_err(|e| e.to_string())
-        })
-        .collect()
+    for r in records {
+        let json = r.and_then(|(_, t)| {
+            serde_json::to_string(&t)
+                .map_err(|e| LibraryError::Invalid { path: root.to_path_buf(), message: e.to_string() })
+        });
+        if !emit(json.map_err(|e| e.to_string())) {
+            break;
+        }
+    }
+    Ok(())
 }

@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use pyo3::prelude::*;
 use serde::Deserialize;
@@ -50,12 +51,35 @@ impl Options {
     }
 }
 
-/// Progress that only hears Ctrl-C (the flag `wait::run` sets).
-struct Cancel(Arc<AtomicBool>);
+/// Finalize's progress: hears Ctrl-C and notes when each stage began, so the summary can
+/// say where finalize spent its time (`finalize_stages`).
+struct Stages {
+    cancel: Arc<AtomicBool>,
+    began: Mutex<Vec<(String, Instant)>>,
+}
 
-impl Progress for Cancel {
+impl Stages {
+    fn new(cancel: Arc<AtomicBool>) -> Stages {
+        Stages { cancel, began: Mutex::new(vec![("loading partials".to_string(), Instant::now())]) }
+    }
+
+    /// Seconds per stage, in order; the last stage runs until now.
+    fn seconds(&self) -> Vec<(String, f64)> {
+        let began = self.began.lock().map(|b| b.clone()).unwrap_or_default();
+        let ends = began.iter().skip(1).map(|(_, t)| *t).chain(std::iter::once(Instant::now()));
+        began.iter().zip(ends).map(|((name, start), end)| (name.clone(), (end - *start).as_secs_f64())).collect()
+    }
+}
+
+impl Progress for Stages {
+    fn stage(&self, name: &str) {
+        if let Ok(mut b) = self.began.lock() {
+            b.push((name.to_string(), Instant::now()));
+        }
+    }
+
     fn cancelled(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
+        self.cancel.load(Ordering::Relaxed)
     }
 }
 
@@ -88,7 +112,7 @@ pub fn build_partial(py: Python<'_>, options: String, group: String, staging: Pa
     let summary = wait::run(py, move |cancel| {
         let pool =
             wait::pool(None).map_err(|e| LibraryError::Invalid { path: staging.clone(), message: e.to_string() })?;
-        pool.install(|| trajkit_library::build_partial(&opts, &group, &staging, &Cancel(cancel)))
+        pool.install(|| trajkit_library::build_partial(&opts, &group, &staging, &wait::Cancel(cancel)))
     })?
     .map_err(|e| library_error(py, &e))?;
     serde_json::to_string(&summary).map_err(|e| json_error(py, "summary", e))
@@ -121,16 +145,22 @@ impl RayBuild {
     }
 
     /// Finalizes the partials of `plan` (JSON) and swaps the library into place, with its
-    /// gallery; returns the build summary as JSON.
+    /// gallery; returns the build summary as JSON, with `finalize_stages`: `[stage,
+    /// seconds]` in order (merging, indexing, ..., gallery, manifest).
     fn finish(&self, py: Python<'_>, plan: String) -> PyResult<String> {
         let plan: BuildPlan = serde_json::from_str(&plan).map_err(|e| json_error(py, "plan", e))?;
         let session = self.session.lock().ok().and_then(|mut s| s.take()).ok_or_else(|| {
             errors::with_location::<errors::UsageError>(py, "this build is finished".into(), None, None, None)
         })?;
         let req = trajkit_ops::BuildRequest { library: self.opts.clone(), ..Default::default() };
-        let summary = wait::run(py, move |cancel| trajkit_ops::build::finish(session, &req, &plan, &Cancel(cancel)))?
-            .map_err(|e| errors::ops_error(py, &e))?;
-        crate::build_summary(py, &self.opts.output, &summary)
+        let (summary, stages) = wait::run(py, move |cancel| {
+            let stages = Stages::new(cancel);
+            (trajkit_ops::build::finish(session, &req, &plan, &stages), stages.seconds())
+        })?;
+        let summary = summary.map_err(|e| errors::ops_error(py, &e))?;
+        let mut json = crate::build_summary(py, &self.opts.output, &summary)?;
+        json["finalize_stages"] = serde_json::json!(stages);
+        Ok(json.to_string())
     }
 
     /// Abandons the build: the staging directory is removed and the lock released.

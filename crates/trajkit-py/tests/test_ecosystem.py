@@ -92,6 +92,19 @@ def test_build_summary_and_library(library) -> None:
     assert isinstance(lib.stats(), dict)
 
 
+def test_library_records_stream_in_library_order(library) -> None:
+    path, _ = library
+    lib = trajkit.Library(path)
+    ordered = [r["id"] for r in lib.trajectories()]
+    assert ordered == lib.query("SELECT id FROM trajectories ORDER BY ordinal").column("id").to_pylist()
+    # Stopping early stops the reading thread; the same library reads again in full.
+    first = next(iter(lib.trajectories()))
+    assert first["id"] == ordered[0]
+    assert len(list(lib.trajectories())) == 38
+    with pytest.raises(trajkit.BuildError):
+        next(iter(trajkit.Library(path).trajectories(where="no_such_column = 1")))
+
+
 def test_export_loads_with_datasets_in_trl_shapes(library, tmp_path) -> None:
     import datasets
 

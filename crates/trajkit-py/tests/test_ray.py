@@ -28,6 +28,10 @@ def local_ray():
     ray.shutdown()
 
 
+#: Finalize's stages in order, as the Ray build's summary times them.
+FINALIZE_STAGES = ["loading partials", "merging", "indexing", "evaluation rows", "statistics", "coverage", "gallery", "manifest", "done"]
+
+
 def cli_build(out, *args):
     got = subprocess.run([rust_binary(), "build", "--quiet", "-o", str(out), *args], capture_output=True, text=True)
     assert got.returncode in (0, 1), got.stderr
@@ -46,6 +50,12 @@ def test_ray_build_of_the_examples_equals_trajkit_build(tmp_path) -> None:
     assert len(many["tasks"]) == 17
     assert (many["files"], many["trajectories"], many["rejected"]) == (22, 38, 21)
     assert_same_library(cli, tmp_path / "many", same_shards=False)
+    # What each task read adds up to the plan; where the time went, phase by phase.
+    assert sum(t["bytes"] for t in many["tasks"]) == tray.plan(registry=REGISTRY)["bytes"]
+    assert sum(t["trajectories"] for t in many["tasks"]) == 38
+    assert list(many["phases"]) == ["plan", "partials", "finalize"]
+    assert [name for name, _ in many["finalize_stages"]] == FINALIZE_STAGES
+    assert all(s >= 0 for s in many["phases"].values())
     # One group: the shards too are byte-identical.
     one = tray.build(out=tmp_path / "one", registry=REGISTRY, group_bytes=1 << 40)
     assert len(one["tasks"]) == 1

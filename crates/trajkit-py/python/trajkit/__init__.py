@@ -328,9 +328,14 @@ class Library:
         return _native.query(self.path, sql)
 
     def trajectories(self, where: Optional[str] = None) -> Iterator[Dict[str, Any]]:
-        """Canonical records (dicts) whose ``trajectories`` row matches the SQL condition ``where``."""
-        for line in _native.trajectories(self.path, where):
-            yield json.loads(line)
+        """Canonical records (dicts) whose ``trajectories`` row matches the SQL condition
+        ``where``, in library order, streamed: a few records are in memory at a time."""
+        records = _native.trajectories(self.path, where)
+        try:
+            for line in records:
+                yield json.loads(line)
+        finally:
+            records.close()
 
     def rows(self) -> Any:
         """The per-trajectory evaluation rows (``evaluation/per_trajectory.jsonl.gz``) as a ``pyarrow.Table``."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from typing import Any, Callable, Dict, Iterable, List, Optional
 
 import pyarrow as pa
@@ -150,11 +151,14 @@ def read_rejections(
 
 def _partial(options: str, group: str, staging: str, hook: Optional[Callable[[Dict[str, Any]], None]]) -> Dict[str, Any]:
     """A Ray task: one group's partial build on whichever node runs it."""
+    started = time.monotonic()
     if hook is not None:
         hook(json.loads(group))
     summary = json.loads(_native.build_partial(options, group, staging))
     summary["node"] = ray.get_runtime_context().get_node_id()
     summary["pid"] = os.getpid()
+    summary["bytes"] = sum(f["bytes"] for f in json.loads(group)["files"])
+    summary["seconds"] = time.monotonic() - started
     return summary
 
 
@@ -177,7 +181,9 @@ def build(
     sees), then finalize on the driver and swap the library into place. The library
     equals ``trajkit build``'s (docs/scale-out.md says what may differ: shard
     boundaries). Returns the build summary plus ``tasks`` (per task: group, node, pid,
-    files, trajectories). ``task_hook(group)`` runs in each task first (tests use it).
+    files, bytes of input, trajectories, seconds), ``phases`` (seconds of ``plan``,
+    ``partials`` and ``finalize``) and ``finalize_stages`` (``[stage, seconds]`` in
+    order). ``task_hook(group)`` runs in each task first (tests use it).
     """
     options = _options(
         paths,
@@ -189,14 +195,19 @@ def build(
         shard_bytes=None if shard_mib is None else int(shard_mib) << 20,
     )
     session = _native.RayBuild(options)
+    clock = [time.monotonic()]
     try:
         the_plan = _native.plan(options, int(group_bytes))
         groups = json.loads(the_plan)["groups"]
+        clock.append(time.monotonic())
         task = ray.remote(num_cpus=num_cpus, max_retries=max_retries, retry_exceptions=False)(_partial)
         refs = [task.remote(options, json.dumps(g), session.staging, task_hook) for g in groups]
         tasks = ray.get(refs)
+        clock.append(time.monotonic())
         summary = json.loads(session.finish(the_plan))
+        clock.append(time.monotonic())
     finally:
         session.abort()
     summary["tasks"] = tasks
+    summary["phases"] = {name: b - a for name, a, b in zip(("plan", "partials", "finalize"), clock, clock[1:])}
     return summary
