@@ -71,7 +71,7 @@ once() { # job, corpus
 
 # Prints the table rows of $out/results: medians, ratio to convert -o /dev/null.
 table() { # corpus
-  local mib; mib=$(du -sm --apparent-size "$1" | cut -f1)
+  local mib; mib=$(du -slm --apparent-size "$1" | cut -f1)  # -l: c1 is hard links into c4
   sort -t$'\t' -k1,1 -k2,2n "$out/results" | awk -F'\t' -v mb="$mib" '
     {n[$1]++; t[$1, n[$1]]=$2; c[$1, n[$1]]=$3; if ($4 > r[$1]) r[$1]=$4; if (!($1 in o)) o[$1]=++k; name[o[$1]]=$1}
     END {

@@ -1,8 +1,11 @@
 """Comparing two built libraries: the same trajectories (records), per-trajectory rows,
 splits, duplicate groups, tiers, index tables, summary and coverage; with ``same_shards``
-every file the build writes deterministically, byte for byte. Used by the Ray tests."""
+every file the build writes deterministically, byte for byte. Used by the Ray tests and
+by bench/ray_build.sh on multi-GB libraries, so records and large tables are compared as
+streams, never held whole."""
 
 import gzip
+import itertools
 import json
 import os
 import sqlite3
@@ -36,8 +39,18 @@ def rows(lib, drop=("shard", "shard_line", "shard_offset", "frame_offset")):
 
 
 def table(lib, name, order):
-    with sqlite3.connect(f"file:{os.path.join(lib, 'index.sqlite')}?mode=ro", uri=True) as conn:
-        return conn.execute(f"SELECT * FROM {name} ORDER BY {order}").fetchall()
+    """The rows of an index table (or subquery) in `order`, streamed."""
+    conn = sqlite3.connect(f"file:{os.path.join(lib, 'index.sqlite')}?mode=ro", uri=True)
+    try:
+        yield from conn.execute(f"SELECT * FROM {name} ORDER BY {order}")
+    finally:
+        conn.close()
+
+
+def assert_same_stream(a, b, what):
+    """Two iterables are equal item by item (and equally long), naming the first difference."""
+    for n, (x, y) in enumerate(itertools.zip_longest(a, b, fillvalue=StopIteration)):
+        assert x == y, f"{what}: item {n} differs"
 
 
 def files(lib):
@@ -56,13 +69,12 @@ def assert_same_library(a, b, *, same_shards):
     assert ra == rb
     ids = [r["id"] for r in ra]
     assert len(set(ids)) == len(ids)
-    assert list(trajkit.Library(a).trajectories()) == list(trajkit.Library(b).trajectories())
+    assert_same_stream(trajkit.Library(a).trajectories(), trajkit.Library(b).trajectories(), "records")
     for name, order in TABLES.items():
-        assert table(a, name, order) == table(b, name, order), name
+        assert_same_stream(table(a, name, order), table(b, name, order), name)
     columns = "ordinal, id, source, path, split, task_rank, quality_tier, duplicate_group, duplicate_group_size"
-    assert table(a, f"(SELECT {columns} FROM trajectories)", "ordinal") == table(
-        b, f"(SELECT {columns} FROM trajectories)", "ordinal"
-    )
+    query = f"(SELECT {columns} FROM trajectories)"
+    assert_same_stream(table(a, query, "ordinal"), table(b, query, "ordinal"), "trajectories")
     for name in ("evaluation/summary.json", "coverage.json", "evaluation/model_imitation.json"):
         with open(os.path.join(a, name), "rb") as fa, open(os.path.join(b, name), "rb") as fb:
             assert fa.read() == fb.read(), name
