@@ -6,7 +6,7 @@
 //! A partial is written in a temporary sibling and renamed into place, replacing any
 //! earlier attempt's: a retried task never appends. Format: docs/scale-out.md.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::hash::{Hash, Hasher};
 use std::io::{BufWriter, Write};
@@ -42,6 +42,10 @@ pub enum Entry {
         row: Box<Row>,
         steps: Vec<StepRow>,
         calls: Vec<CallRow>,
+        /// The instruction's shingle hashes (`clusters`), on the partial's first record
+        /// with that instruction only.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        shingles: Option<Vec<u64>>,
     },
     Rejection(RejectionRow),
     /// A finished file: its library-wide number, source (registry index) and figures.
@@ -123,6 +127,7 @@ fn write_partial(
         strict_failure: None,
         progress,
         sizes: &sizes,
+        instructions: HashSet::new(),
     };
     let mut files = 0u64;
     let mut start = 0;
@@ -176,6 +181,8 @@ struct PartialSink<'a> {
     strict_failure: Option<String>,
     progress: &'a dyn Progress,
     sizes: &'a HashMap<String, u64>,
+    /// Instruction digests whose shingles this partial has written.
+    instructions: HashSet<String>,
 }
 
 /// Counts of ids seen so far, by hash (the `~N` suffixes).
@@ -211,7 +218,14 @@ impl PartialSink<'_> {
 
     /// Files a record: a unique id within the partial, a shard line, and its entry.
     fn add(&mut self, analysis: Analysis, canonical: &[u8]) -> Result<(), LibraryError> {
-        let Analysis { mut row, steps, calls } = analysis;
+        let Analysis { mut row, steps, calls, shingles } = analysis;
+        let shingles = match &row.instruction_digest {
+            Some(d) if !self.instructions.contains(d) => {
+                self.instructions.insert(d.clone());
+                Some(shingles)
+            }
+            _ => None,
+        };
         let id = unique_id(&mut self.ids, &row.id);
         let renamed;
         let bytes = if id == row.id {
@@ -224,7 +238,7 @@ impl PartialSink<'_> {
         let record_id = std::mem::replace(&mut row.id, id);
         placed.fill(&mut row);
         self.ordinal += 1;
-        self.write(&Entry::Trajectory { record_id, row: Box::new(row), steps, calls })
+        self.write(&Entry::Trajectory { record_id, row: Box::new(row), steps, calls, shingles })
     }
 }
 
@@ -234,6 +248,8 @@ struct Analysis {
     row: Row,
     steps: Vec<StepRow>,
     calls: Vec<CallRow>,
+    /// The instruction's shingle hashes (empty without an instruction).
+    shingles: Vec<u64>,
 }
 
 /// The analyzer of one source: its row (id and shard filled in later), steps and calls.
@@ -242,7 +258,11 @@ fn analyzer(source: &ResolvedSource, split: &SplitConfig) -> trajkit_formats::pi
     Arc::new(move |t: &Trajectory| {
         let row = make_row(t, t.id.clone(), &source, &split, String::new(), 0);
         let (steps, calls) = step_rows(t);
-        Box::new(Analysis { row, steps, calls }) as Box<dyn std::any::Any + Send>
+        let shingles = match &row.instruction_digest {
+            Some(_) => t.task.instruction.as_deref().map(crate::minhash::shingles).unwrap_or_default(),
+            None => Vec::new(),
+        };
+        Box::new(Analysis { row, steps, calls, shingles }) as Box<dyn std::any::Any + Send>
     })
 }
 

@@ -109,4 +109,16 @@ pub struct Row {
     /// Byte offset of the record in its decompressed frame (with `shard_offset`).
     #[serde(default)]
     pub frame_offset: Option<u64>,
+    /// 16 hex digits of XXH3-64 of the normalized instruction (none without an instruction).
+    #[serde(default)]
+    pub instruction_digest: Option<String>,
+    /// Task cluster (`tc-` + 16 hex digits): the task by content across keys and sources.
+    #[serde(default)]
+    pub task_cluster: Option<String>,
+    /// Why the trajectory is in its cluster: `same_key`, `same_instruction`, `near_duplicate`.
+    #[serde(default)]
+    pub task_cluster_reason: Option<String>,
+    /// For `near_duplicate`: the weakest instruction similarity linking it to the cluster's anchor.
+    #[serde(default)]
+    pub task_cluster_similarity: Option<f64>,
 }

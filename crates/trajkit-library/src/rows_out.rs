@@ -15,7 +15,8 @@ pub const ROW_COLUMNS: &str =
   structural_problems, action_observation_completeness, decisions, steps, tool_calls, subagents, gaps, complete,
   sft_eligible, training_eligible, quality_tier, task_rank, duplicate_group, duplicate_group_size, split,
   content_digest, prompt_tokens, completion_tokens, cost_usd, environment_version, interaction_digest,
-  duplicate_outcomes_disagree, duration_seconds, cached_tokens, shard_offset, frame_offset";
+  duplicate_outcomes_disagree, duration_seconds, cached_tokens, shard_offset, frame_offset, instruction_digest,
+  task_cluster, task_cluster_reason, task_cluster_similarity";
 
 /// Reads one `trajectories` row selected with `ROW_COLUMNS`.
 pub fn row_from_sql(r: &SqlRow<'_>) -> rusqlite::Result<Row> {
@@ -69,6 +70,10 @@ pub fn row_from_sql(r: &SqlRow<'_>) -> rusqlite::Result<Row> {
         cached_tokens: r.get(45)?,
         shard_offset: r.get(46)?,
         frame_offset: r.get(47)?,
+        instruction_digest: r.get(48)?,
+        task_cluster: r.get(49)?,
+        task_cluster_reason: r.get(50)?,
+        task_cluster_similarity: r.get(51)?,
     })
 }
 

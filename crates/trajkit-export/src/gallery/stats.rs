@@ -351,6 +351,10 @@ mod tests {
             cached_tokens: None,
             shard_offset: None,
             frame_offset: None,
+            instruction_digest: None,
+            task_cluster: None,
+            task_cluster_reason: None,
+            task_cluster_similarity: None,
         }
     }
 

@@ -171,6 +171,7 @@ def build(
     num_cpus: float = 1,
     max_retries: int = 3,
     task_hook: Optional[Callable[[Dict[str, Any]], None]] = None,
+    clusters: Optional[Dict[str, Any]] = None,
 ) -> Dict[str, Any]:
     """``trajkit build`` on Ray: plan on the driver, one Ray task per file group writing
     its partial into the output's staging directory (which must be on storage every node
@@ -178,6 +179,9 @@ def build(
     equals ``trajkit build``'s (docs/scale-out.md says what may differ: shard
     boundaries). Returns the build summary plus ``tasks`` (per task: group, node, pid,
     files, trajectories). ``task_hook(group)`` runs in each task first (tests use it).
+    ``clusters`` sets task clustering as ``trajkit build``'s flags of the same names do:
+    ``{"instruction_similarity": 0.7, "boilerplate_fraction": 0.01,
+    "boilerplate_min_instructions": 3, "generic_instruction_keys": 10}``.
     """
     options = _options(
         paths,
@@ -187,6 +191,7 @@ def build(
         format=format,
         strict=strict,
         shard_bytes=None if shard_mib is None else int(shard_mib) << 20,
+        clusters=clusters,
     )
     session = _native.RayBuild(options)
     try:
