@@ -219,6 +219,7 @@ pub(crate) fn make_row(
     // Serializing borrowed parts of a record does not fail; were it to, the record would
     // group by its whole content instead.
     let interaction = trajkit_model::interaction_digest(t).unwrap_or_else(|_| t.content_digest.clone());
+    let near_group = crate::near::group_id(&interaction);
     Row {
         id,
         source: source.source.name.clone(),
@@ -272,6 +273,9 @@ pub(crate) fn make_row(
         task_cluster: None,
         task_cluster_reason: None,
         task_cluster_similarity: None,
+        near_duplicate_group: Some(near_group),
+        near_duplicate_group_size: None,
+        near_duplicate_similarity: None,
     }
 }
 

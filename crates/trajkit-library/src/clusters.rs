@@ -32,6 +32,9 @@ pub struct ClusterOptions {
     /// An instruction that this many distinct split keys share is a generic prompt (a
     /// greeting, a bare system prompt), not a task: it links nothing.
     pub generic_instruction_keys: u64,
+    /// Least estimated content similarity of two trajectories of one task cluster for them
+    /// to be one near-duplicate group.
+    pub trajectory_similarity: f64,
 }
 
 impl Default for ClusterOptions {
@@ -41,6 +44,7 @@ impl Default for ClusterOptions {
             boilerplate_fraction: 0.01,
             boilerplate_min_instructions: 3,
             generic_instruction_keys: 10,
+            trajectory_similarity: 0.8,
         }
     }
 }
@@ -51,6 +55,7 @@ impl ClusterOptions {
         for (name, v) in [
             ("instruction similarity", self.instruction_similarity),
             ("boilerplate fraction", self.boilerplate_fraction),
+            ("trajectory similarity", self.trajectory_similarity),
         ] {
             if !(v.is_finite() && v > 0.0 && v <= 1.0) {
                 return Err(format!("{name} must be in (0, 1], got {v}"));
@@ -303,20 +308,29 @@ impl Graph {
             .iter()
             .map(|s| s.iter().copied().filter(|x| df.get(x).copied().unwrap_or(0) < floor).collect())
             .collect();
-        let sigs: Vec<minhash::Signature> = kept.iter().map(|s| minhash::signature(s)).collect();
-        let items: Vec<(u32, &[u32])> = sigs
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| !kept[*i].is_empty() && self.generic.get(*i).is_some_and(|g| !g))
-            .map(|(i, s)| (i as u32, s.as_slice()))
-            .collect();
-        let near = minhash::candidates(&items)
-            .into_iter()
-            .filter_map(|(a, b)| {
-                let j = minhash::jaccard(&kept[a as usize], &kept[b as usize]);
-                (j >= opts.instruction_similarity).then_some((a, b, j))
-            })
-            .collect();
+        // Instructions equal once boilerplate is removed are linked to the first of them
+        // (similarity 1) without banding, so a bucket never holds many equal sets.
+        let mut first_of: HashMap<&[u64], u32> = HashMap::new();
+        let mut near = Vec::new();
+        let mut items: Vec<(u32, minhash::Signature)> = Vec::new();
+        for (i, set) in kept.iter().enumerate() {
+            if set.is_empty() || self.generic.get(i).is_none_or(|g| *g) {
+                continue;
+            }
+            match first_of.get(set.as_slice()) {
+                Some(&first) => near.push((first, i as u32, 1.0)),
+                None => {
+                    first_of.insert(set, i as u32);
+                    items.push((i as u32, minhash::signature(set)));
+                }
+            }
+        }
+        let refs: Vec<(u32, &[u32])> = items.iter().map(|(i, s)| (*i, s.as_slice())).collect();
+        near.extend(minhash::candidates(&refs).into_iter().filter_map(|(a, b)| {
+            let j = minhash::jaccard(&kept[a as usize], &kept[b as usize]);
+            (j >= opts.instruction_similarity).then_some((a, b, j))
+        }));
+        near.sort_by_key(|&(a, b, _)| (a, b));
         (near, boilerplate)
     }
 

@@ -52,12 +52,14 @@ pub fn finalize(
         reports: Vec::new(),
         progress,
         tasks: crate::clusters::Collector::default(),
+        near: crate::near::Collector::default(),
     };
     for p in &partials {
         merge.partial(staging, p, &registry)?;
     }
     let reports = std::mem::take(&mut merge.reports);
     let tasks = std::mem::take(&mut merge.tasks);
+    let near = std::mem::take(&mut merge.near);
     let conn = index.finish()?;
     cancelled(progress)?;
     progress.stage("task clusters");
@@ -71,6 +73,10 @@ pub fn finalize(
     let mut summary = figures(&partials, &reports, plan.warnings.clone());
     progress.stage("indexing");
     crate::index::finalize(&conn, &index_path, &|| progress.cancelled())?;
+    cancelled(progress)?;
+    progress.stage("near duplicates");
+    let members = near.group(&clusters, opts.clusters.trajectory_similarity);
+    crate::near::write_index(&conn, &index_path, &members)?;
     cancelled(progress)?;
     progress.stage("evaluation rows");
     rows_out::write_rows(&conn, &index_path, &staging.join(crate::read::ROWS_PATH))?;
@@ -161,6 +167,8 @@ struct Merge<'a> {
     progress: &'a dyn Progress,
     /// Instruction signatures for the task clusters.
     tasks: crate::clusters::Collector,
+    /// Content sketches for the near-duplicate groups.
+    near: crate::near::Collector,
 }
 
 /// Per shard of a partial: line -> the id its record takes in the library.
@@ -204,8 +212,9 @@ impl Merge<'_> {
                 cancelled(self.progress)?;
             }
             let msg = match entry {
-                Entry::Trajectory { record_id, mut row, steps, calls, shingles } => {
+                Entry::Trajectory { record_id, mut row, steps, calls, shingles, content } => {
                     self.tasks.add(&row, shingles);
+                    self.near.add(&row, content);
                     let local = local_shard(&path, n, &row.shard)?;
                     row.id = match ids.as_mut().and_then(|i| i.next()) {
                         Some(id) => id,

@@ -4,12 +4,14 @@
 pub mod build;
 pub mod clusters;
 pub mod coverage;
+pub mod dedup;
 pub mod error;
 pub mod finalize;
 pub mod index;
 pub mod latency;
 pub mod layout;
 pub mod minhash;
+pub mod near;
 pub mod partial;
 pub mod plan;
 pub mod read;
@@ -24,6 +26,7 @@ pub mod stats;
 
 pub use build::{build, build_with, BuildOptions, BuildSession, BuildSummary, Finisher, Progress, Quiet};
 pub use clusters::ClusterOptions;
+pub use dedup::Dedup;
 pub use error::LibraryError;
 pub use finalize::finalize;
 pub use partial::{build_partial, PartialSummary};

@@ -124,6 +124,87 @@ pub fn candidates(items: &[(u32, &[u32])]) -> Vec<(u32, u32)> {
     pairs
 }
 
+/// Words per content shingle (trajectory content is longer and more repetitive than an instruction).
+pub const CONTENT_SHINGLE_WORDS: usize = 5;
+
+/// A one-permutation MinHash over a stream of text: each shingle of `CONTENT_SHINGLE_WORDS`
+/// words (runs of alphanumeric characters, case kept) is hashed once; its top 7 bits pick
+/// one of `PERMUTATIONS` bins, which keeps the least of its low 32 bits. One hash per
+/// shingle instead of one per slot: sketching costs about as much as reading the text.
+pub struct ContentSketch {
+    window: [u64; CONTENT_SHINGLE_WORDS],
+    words: usize,
+    bins: Vec<u32>,
+    filled: bool,
+}
+
+impl Default for ContentSketch {
+    fn default() -> Self {
+        ContentSketch {
+            window: [0; CONTENT_SHINGLE_WORDS],
+            words: 0,
+            bins: vec![u32::MAX; PERMUTATIONS],
+            filled: false,
+        }
+    }
+}
+
+impl ContentSketch {
+    /// Adds the words of `text` (the word window runs on across calls).
+    pub fn add_text(&mut self, text: &str) {
+        for word in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+            self.window[self.words % CONTENT_SHINGLE_WORDS] = hash64(word.as_bytes());
+            self.words += 1;
+            if self.words >= CONTENT_SHINGLE_WORDS {
+                self.add_shingle(self.combined(CONTENT_SHINGLE_WORDS));
+            }
+        }
+    }
+
+    /// The hash of the last `n` words, oldest first.
+    fn combined(&self, n: usize) -> u64 {
+        let mut x = 0u64;
+        for k in 0..n {
+            let h = self.window[(self.words + CONTENT_SHINGLE_WORDS - n + k) % CONTENT_SHINGLE_WORDS];
+            x = (x.rotate_left(23) ^ h).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+        x ^= x >> 31;
+        x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        x ^ (x >> 29)
+    }
+
+    fn add_shingle(&mut self, x: u64) {
+        let bin = (x >> 57) as usize % PERMUTATIONS;
+        if let Some(slot) = self.bins.get_mut(bin) {
+            *slot = (*slot).min(x as u32);
+        }
+        self.filled = true;
+    }
+
+    /// The signature, `None` for a text without words. A text shorter than a shingle is one
+    /// shingle; empty bins take the next filled bin's value plus their distance to it
+    /// (rotation densification), so sketches of short texts still compare.
+    pub fn finish(mut self) -> Option<Signature> {
+        if !self.filled && self.words > 0 {
+            self.add_shingle(self.combined(self.words));
+        }
+        if !self.filled {
+            return None;
+        }
+        let n = self.bins.len();
+        let mut out = self.bins.clone();
+        for (i, slot) in out.iter_mut().enumerate() {
+            if self.bins[i] != u32::MAX {
+                continue;
+            }
+            if let Some(d) = (1..n).find(|d| self.bins[(i + d) % n] != u32::MAX) {
+                *slot = self.bins[(i + d) % n].wrapping_add((d as u32).wrapping_mul(0x9E37_79B9));
+            }
+        }
+        Some(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,5 +252,26 @@ mod tests {
         let c = signature(&shingles(&other.join(" ")));
         let got = candidates(&[(7, &a), (3, &b), (5, &c)]);
         assert_eq!(got, vec![(3, 7)]);
+    }
+
+    fn sketch(text: &str) -> Option<Signature> {
+        let mut s = ContentSketch::default();
+        s.add_text(text);
+        s.finish()
+    }
+
+    #[test]
+    fn content_sketches_estimate_similarity_of_long_texts() {
+        let words: Vec<String> = (0..2000).map(|i| format!("w{}", i % 1500)).collect();
+        let a = sketch(&words.join(" ")).expect("sketch");
+        let mut edited = words.clone();
+        edited[1000] = "changed".into();
+        let b = sketch(&edited.join(" ")).expect("sketch");
+        let est = estimate(&a, &b);
+        assert!(est > 0.9, "{est}");
+        let other: Vec<String> = (0..2000).map(|i| format!("x{i}")).collect();
+        assert!(estimate(&a, &sketch(&other.join(" ")).expect("sketch")) < 0.1);
+        assert_eq!(sketch("same words, same sketch"), sketch("same  words same sketch"));
+        assert!(sketch("two words").is_some() && sketch(" ... ").is_none());
     }
 }

@@ -121,4 +121,14 @@ pub struct Row {
     /// For `near_duplicate`: the weakest instruction similarity linking it to the cluster's anchor.
     #[serde(default)]
     pub task_cluster_similarity: Option<f64>,
+    /// Near-duplicate group (`near-` + 16 hex digits): same task cluster, nearly the same
+    /// action/observation content; an exact duplicate group is inside one near group.
+    #[serde(default)]
+    pub near_duplicate_group: Option<String>,
+    /// Trajectories in the near-duplicate group (exact duplicates included).
+    #[serde(default)]
+    pub near_duplicate_group_size: Option<u64>,
+    /// The highest estimated content similarity to another interaction of the group.
+    #[serde(default)]
+    pub near_duplicate_similarity: Option<f64>,
 }

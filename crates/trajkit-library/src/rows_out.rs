@@ -16,7 +16,8 @@ pub const ROW_COLUMNS: &str =
   sft_eligible, training_eligible, quality_tier, task_rank, duplicate_group, duplicate_group_size, split,
   content_digest, prompt_tokens, completion_tokens, cost_usd, environment_version, interaction_digest,
   duplicate_outcomes_disagree, duration_seconds, cached_tokens, shard_offset, frame_offset, instruction_digest,
-  task_cluster, task_cluster_reason, task_cluster_similarity";
+  task_cluster, task_cluster_reason, task_cluster_similarity, near_duplicate_group, near_duplicate_group_size,
+  near_duplicate_similarity";
 
 /// Reads one `trajectories` row selected with `ROW_COLUMNS`.
 pub fn row_from_sql(r: &SqlRow<'_>) -> rusqlite::Result<Row> {
@@ -74,6 +75,9 @@ pub fn row_from_sql(r: &SqlRow<'_>) -> rusqlite::Result<Row> {
         task_cluster: r.get(49)?,
         task_cluster_reason: r.get(50)?,
         task_cluster_similarity: r.get(51)?,
+        near_duplicate_group: r.get(52)?,
+        near_duplicate_group_size: r.get(53)?,
+        near_duplicate_similarity: r.get(54)?,
     })
 }
 

@@ -16,6 +16,8 @@ fn cluster_state(lib: &Path) -> Vec<Vec<String>> {
         "SELECT split_key || '|' || instruction_digest || '|' || task_cluster || '|' || reason || '|' || coalesce(similarity, '') FROM task_cluster_links ORDER BY 1",
         "SELECT a || '|' || b || '|' || similarity FROM near_duplicate_instructions ORDER BY 1",
         "SELECT ordinal || '|' || task_cluster || '|' || task_cluster_reason || '|' || coalesce(task_cluster_similarity, '') || '|' || split FROM trajectories ORDER BY ordinal",
+        "SELECT ordinal || '|' || near_duplicate_group || '|' || near_duplicate_group_size || '|' || coalesce(near_duplicate_similarity, '') FROM trajectories ORDER BY ordinal",
+        "SELECT near_duplicate_group || '|' || task_cluster || '|' || interactions || '|' || size || '|' || trajectory_ids FROM near_duplicate_groups ORDER BY 1",
     ]
     .iter()
     .map(|sql| column(lib, sql))
@@ -51,13 +53,25 @@ fn every_real_fixture_clusters_the_same_in_any_partition_and_templates_do_not_me
     assert_eq!(summary.trajectories, 517);
     assert_eq!(column(&one, "SELECT count(DISTINCT split_key) FROM trajectories"), ["404"]);
     assert_eq!(state[0].len(), 378, "clusters");
-    assert_eq!(state[2].len(), 22, "confirmed near-duplicate instruction pairs");
+    assert_eq!(state[2].len(), 19, "confirmed near-duplicate instruction pairs");
     assert_eq!(
         column(
             &one,
             "SELECT r || ' ' || n FROM (SELECT task_cluster_reason AS r, count(*) AS n FROM trajectories GROUP BY 1) ORDER BY 1"
         ),
         ["near_duplicate 21", "same_instruction 8", "same_key 488"]
+    );
+
+    // Near-duplicate trajectories: 16 groups of 2 to 5 interactions (40 in all) inside their
+    // task clusters; 473 near groups over the 497 exact ones.
+    assert_eq!(state[5].len(), 16, "near-duplicate groups of two or more interactions");
+    assert_eq!(column(&one, "SELECT count(*) FROM near_duplicate_members"), ["40"]);
+    assert_eq!(
+        column(
+            &one,
+            "SELECT count(DISTINCT duplicate_group) || ' ' || count(DISTINCT near_duplicate_group) FROM trajectories"
+        ),
+        ["497 473"]
     );
 
     // One task under two keys: tau2 telecom's airplane_mode_on and break_apn_settings give
@@ -178,6 +192,19 @@ fn an_evaluation_task_reworded_in_training_is_protected_with_its_reason() {
         ]
     );
     assert_ne!(got[2].1, eval_key, "the appended sentence gives another task key");
+    // Three interactions (the instruction is part of it), one near-duplicate group.
+    let sizes: Vec<(u64, u64, String)> = rows(&lib)
+        .iter()
+        .map(|r| {
+            let exact = r["duplicate_group_size"].as_u64().unwrap();
+            (
+                exact,
+                r["near_duplicate_group_size"].as_u64().unwrap(),
+                r["near_duplicate_group"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert!(sizes.iter().all(|(e, n, g)| (*e, *n) == (1, 3) && *g == sizes[0].2), "{sizes:?}");
     // 10 shingles of 12 words shared, 3 new ones from the appended sentence: 10/13.
     assert_eq!(column(&lib, "SELECT similarity FROM near_duplicate_instructions"), ["0.7692"]);
     assert_eq!(

@@ -355,6 +355,9 @@ mod tests {
             task_cluster: None,
             task_cluster_reason: None,
             task_cluster_similarity: None,
+            near_duplicate_group: None,
+            near_duplicate_group_size: None,
+            near_duplicate_similarity: None,
         }
     }
 

@@ -106,6 +106,9 @@ pub fn row(t: &Trajectory, source: &str, status: &str, split: &str) -> Row {
         task_cluster: None,
         task_cluster_reason: None,
         task_cluster_similarity: None,
+        near_duplicate_group: None,
+        near_duplicate_group_size: None,
+        near_duplicate_similarity: None,
     }
 }
 

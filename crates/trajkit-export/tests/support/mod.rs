@@ -139,6 +139,9 @@ fn row(t: &Trajectory, spec: &Spec, shard_line: u64) -> Row {
         task_cluster: None,
         task_cluster_reason: None,
         task_cluster_similarity: None,
+        near_duplicate_group: None,
+        near_duplicate_group_size: None,
+        near_duplicate_similarity: None,
     }
 }
 

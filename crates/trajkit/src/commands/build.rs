@@ -76,6 +76,10 @@ pub struct ClusterArgs {
     /// An instruction shared by this many distinct task keys is a generic prompt and links nothing.
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub generic_instruction_keys: u64,
+    /// Least estimated content similarity of two trajectories of one task cluster for them to
+    /// be one near-duplicate group.
+    #[arg(long, default_value_t = 0.8, value_name = "S")]
+    pub trajectory_similarity: f64,
 }
 
 impl ClusterArgs {
@@ -86,6 +90,7 @@ impl ClusterArgs {
             boilerplate_fraction: self.boilerplate_fraction,
             boilerplate_min_instructions: self.boilerplate_min_instructions,
             generic_instruction_keys: self.generic_instruction_keys,
+            trajectory_similarity: self.trajectory_similarity,
         }
     }
 }
