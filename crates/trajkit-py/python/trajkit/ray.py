@@ -181,7 +181,8 @@ def build(
     files, trajectories). ``task_hook(group)`` runs in each task first (tests use it).
     ``clusters`` sets task clustering as ``trajkit build``'s flags of the same names do:
     ``{"instruction_similarity": 0.7, "boilerplate_fraction": 0.01,
-    "boilerplate_min_instructions": 3, "generic_instruction_keys": 10}``.
+    "boilerplate_min_instructions": 3, "generic_instruction_keys": 10,
+    "trajectory_similarity": 0.8}``.
     """
     options = _options(
         paths,
