@@ -15,7 +15,7 @@ use trajkit_model::Trajectory;
 use crate::card::{self, CardEntry, SourceEntry};
 use crate::error::ExportError;
 use crate::rows::{rows_of, ExportRow, View};
-use crate::select::{Filter, SkipCounts};
+use crate::select::{Filter, Skip, SkipCounts};
 use crate::shard::{Plan, Sink, Unit};
 use crate::template::ChatTemplate;
 use crate::{atif, openai, sharegpt};
@@ -122,11 +122,18 @@ pub fn export_cancellable(
     let mut sources: BTreeMap<String, SourceEntry> = BTreeMap::new();
     let (mut rows, mut trajectories, mut without) = (0u64, 0u64, 0u64);
     // Rows the filter refuses are counted by reason and their records never parsed.
-    let mut records = lib.records_where(|row| match opts.filter.admit(row) {
-        Ok(()) => true,
-        Err(skip) => {
-            skipped.add(skip);
-            false
+    let mut seen = std::collections::HashSet::new();
+    let mut records = lib.records_where(|row| {
+        let admitted = opts.filter.admit(row).and_then(|()| match opts.filter.dedup.group(row) {
+            Some(g) if !seen.insert(g.to_string()) => Err(Skip::Duplicate),
+            _ => Ok(()),
+        });
+        match admitted {
+            Ok(()) => true,
+            Err(skip) => {
+                skipped.add(skip);
+                false
+            }
         }
     })?;
     let size = batch_size(opts.view);

@@ -113,6 +113,9 @@ pub struct Filter {
     /// Registry source names to keep; empty keeps every source.
     pub sources: Vec<String>,
     pub purpose: Purpose,
+    /// `--dedup`: each duplicate group's first admitted row only.
+    #[serde(skip)]
+    pub dedup: trajkit_library::Dedup,
 }
 
 /// Why a row was left out (the keys of the card's `skipped` table).
@@ -123,6 +126,8 @@ pub enum Skip {
     NotSelected,
     NotTrainingEligible,
     ProtectedEvaluation,
+    /// A later member of a duplicate group (`--dedup`).
+    Duplicate,
 }
 
 impl Skip {
@@ -133,6 +138,7 @@ impl Skip {
             Skip::NotSelected => "not_selected",
             Skip::NotTrainingEligible => "not_training_eligible",
             Skip::ProtectedEvaluation => "protected_evaluation",
+            Skip::Duplicate => "duplicate",
         }
     }
 }

@@ -36,7 +36,7 @@ fn opts(lib: &Path, out: &Path, view: View, split: Split, selection: Selection, 
     ExportOptions {
         view,
         format: None,
-        filter: Filter { selection, split, sources: Vec::new(), purpose },
+        filter: Filter { selection, split, sources: Vec::new(), purpose, dedup: Default::default() },
         output: out.to_path_buf(),
         shard_size: None,
         library_label: lib.display().to_string(),

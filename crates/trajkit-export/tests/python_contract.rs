@@ -67,6 +67,7 @@ fn run(lib: &Path, out: &Path, view: View, format: Option<Format>, shard: Option
             split: Split::Train,
             sources: Vec::new(),
             purpose: Purpose::Training,
+            dedup: Default::default(),
         },
         output: out.to_path_buf(),
         shard_size: shard,

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use trajkit_formats::FileReport;
 use trajkit_model::{Authorship, Status, Trajectory};
 
+use crate::clusters::ClusterOptions;
 use crate::error::LibraryError;
 use crate::index::{CallRow, StepRow};
 use crate::layout;
@@ -39,6 +40,8 @@ pub struct BuildOptions {
     pub wait: bool,
     /// The record size limit (`trajkit_formats::Options::max_record_bytes`).
     pub max_record_bytes: Option<usize>,
+    /// How tasks are clustered by content (docs/quality.md#task-clusters).
+    pub clusters: ClusterOptions,
 }
 
 impl Default for BuildOptions {
@@ -55,6 +58,7 @@ impl Default for BuildOptions {
             threads: 1,
             wait: false,
             max_record_bytes: None,
+            clusters: ClusterOptions::default(),
         }
     }
 }
@@ -145,6 +149,7 @@ impl BuildSession {
     /// Checks the options and the output, takes the build lock, creates the staging directory.
     pub fn begin(opts: &BuildOptions) -> Result<BuildSession, LibraryError> {
         opts.split.validate().map_err(|m| LibraryError::Invalid { path: opts.output.clone(), message: m })?;
+        opts.clusters.validate().map_err(|m| LibraryError::Invalid { path: opts.output.clone(), message: m })?;
         // Checked before locking, so no lock file is left beside a directory that is refused.
         layout::check_target(&opts.output)?;
         let lock = layout::BuildLock::acquire(&opts.output, opts.wait)?;
@@ -214,6 +219,7 @@ pub(crate) fn make_row(
     // Serializing borrowed parts of a record does not fail; were it to, the record would
     // group by its whole content instead.
     let interaction = trajkit_model::interaction_digest(t).unwrap_or_else(|_| t.content_digest.clone());
+    let near_group = crate::near::group_id(&interaction);
     Row {
         id,
         source: source.source.name.clone(),
@@ -263,6 +269,13 @@ pub(crate) fn make_row(
         cached_tokens: t.metrics.as_ref().and_then(|m| m.cached_tokens),
         shard_offset: None,
         frame_offset: None,
+        instruction_digest: t.task.instruction.as_deref().and_then(crate::clusters::instruction_digest),
+        task_cluster: None,
+        task_cluster_reason: None,
+        task_cluster_similarity: None,
+        near_duplicate_group: Some(near_group),
+        near_duplicate_group_size: None,
+        near_duplicate_similarity: None,
     }
 }
 

@@ -44,12 +44,27 @@ pub fn finalize(
     let index_path = staging.join("index.sqlite");
     let index = IndexWriter::start(&index_path)?;
     send_header(&index, &registry, opts);
-    let mut merge = Merge { index: &index, ids: HashMap::new(), ordinal: 0, shards: 0, reports: Vec::new(), progress };
+    let mut merge = Merge {
+        index: &index,
+        ids: HashMap::new(),
+        ordinal: 0,
+        shards: 0,
+        reports: Vec::new(),
+        progress,
+        tasks: crate::clusters::Collector::default(),
+        near: crate::near::Collector::default(),
+    };
     for p in &partials {
         merge.partial(staging, p, &registry)?;
     }
     let reports = std::mem::take(&mut merge.reports);
+    let tasks = std::mem::take(&mut merge.tasks);
+    let near = std::mem::take(&mut merge.near);
     let conn = index.finish()?;
+    cancelled(progress)?;
+    progress.stage("task clusters");
+    let clusters = tasks.cluster(&opts.clusters, &opts.split);
+    crate::clusters::write_index(&conn, &index_path, &clusters)?;
     cancelled(progress)?;
     let dir = staging.join("partials");
     if dir.exists() {
@@ -58,6 +73,10 @@ pub fn finalize(
     let mut summary = figures(&partials, &reports, plan.warnings.clone());
     progress.stage("indexing");
     crate::index::finalize(&conn, &index_path, &|| progress.cancelled())?;
+    cancelled(progress)?;
+    progress.stage("near duplicates");
+    let members = near.group(&clusters, opts.clusters.trajectory_similarity);
+    crate::near::write_index(&conn, &index_path, &members)?;
     cancelled(progress)?;
     progress.stage("evaluation rows");
     rows_out::write_rows(&conn, &index_path, &staging.join(crate::read::ROWS_PATH))?;
@@ -146,6 +165,10 @@ struct Merge<'a> {
     shards: u32,
     reports: Vec<(usize, FileReport)>,
     progress: &'a dyn Progress,
+    /// Instruction signatures for the task clusters.
+    tasks: crate::clusters::Collector,
+    /// Content sketches for the near-duplicate groups.
+    near: crate::near::Collector,
 }
 
 /// Per shard of a partial: line -> the id its record takes in the library.
@@ -189,7 +212,9 @@ impl Merge<'_> {
                 cancelled(self.progress)?;
             }
             let msg = match entry {
-                Entry::Trajectory { record_id, mut row, steps, calls } => {
+                Entry::Trajectory { record_id, mut row, steps, calls, shingles, content } => {
+                    self.tasks.add(&row, shingles);
+                    self.near.add(&row, content);
                     let local = local_shard(&path, n, &row.shard)?;
                     row.id = match ids.as_mut().and_then(|i| i.next()) {
                         Some(id) => id,
@@ -349,6 +374,7 @@ fn build_info(opts: &BuildOptions, registry: &Registry, summary: &BuildSummary) 
             "outcomes": opts.outcomes.as_ref().map(|p| p.display().to_string()),
             "strict": opts.strict,
             "shard_bytes": opts.shard_bytes,
+            "clusters": opts.clusters,
         },
         "split": opts.split,
         // The file name only: where it lies on the builder's machine is not the library's business.

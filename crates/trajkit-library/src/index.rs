@@ -32,7 +32,9 @@ CREATE TABLE trajectories (ordinal INTEGER PRIMARY KEY, id TEXT NOT NULL, source
   duplicate_group_size INTEGER NOT NULL, split TEXT NOT NULL, content_digest TEXT NOT NULL,
   prompt_tokens INTEGER, completion_tokens INTEGER, cost_usd REAL, environment_version TEXT,
   interaction_digest TEXT NOT NULL, duplicate_outcomes_disagree INTEGER NOT NULL, duration_seconds REAL,
-  cached_tokens INTEGER, shard_offset INTEGER, frame_offset INTEGER);
+  cached_tokens INTEGER, shard_offset INTEGER, frame_offset INTEGER,
+  instruction_digest TEXT, task_cluster TEXT, task_cluster_reason TEXT, task_cluster_similarity REAL,
+  near_duplicate_group TEXT, near_duplicate_group_size INTEGER, near_duplicate_similarity REAL);
 CREATE TABLE steps (trajectory INTEGER NOT NULL, step INTEGER NOT NULL, role TEXT NOT NULL, authorship TEXT NOT NULL,
   copied_context INTEGER NOT NULL, subagent INTEGER NOT NULL, model TEXT, timestamp TEXT,
   tool_calls INTEGER NOT NULL, tool_results INTEGER NOT NULL, content_bytes INTEGER NOT NULL,
@@ -47,8 +49,6 @@ CREATE TABLE rejections (file INTEGER NOT NULL, path TEXT NOT NULL, line INTEGER
 /// Work done once everything is loaded: splits, eligibility, duplicate groups, ranks,
 /// tasks, then the secondary indexes.
 const FINALIZE: &str = "
-UPDATE trajectories SET split = 'protected_evaluation'
-  WHERE split_key IN (SELECT split_key FROM trajectories WHERE role = 'evaluation_only');
 UPDATE trajectories SET training_eligible = (sft_eligible AND role = 'training' AND split <> 'protected_evaluation');
 CREATE INDEX trajectories_content_digest ON trajectories (content_digest);
 CREATE INDEX trajectories_interaction_digest ON trajectories (interaction_digest);
@@ -270,7 +270,7 @@ fn insert_trajectory(
     let mut st = conn.prepare_cached(
         "INSERT INTO trajectories VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
          ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38, ?39,
-         ?40, ?41, ?42, ?43, ?44, ?45, ?46, ?47, ?48, ?49)",
+         ?40, ?41, ?42, ?43, ?44, ?45, ?46, ?47, ?48, ?49, ?50, ?51, ?52, ?53, ?54, ?55, ?56)",
     )?;
     st.execute(params![
         ordinal,
@@ -322,6 +322,13 @@ fn insert_trajectory(
         r.cached_tokens,
         r.shard_offset,
         r.frame_offset,
+        r.instruction_digest,
+        r.task_cluster,
+        r.task_cluster_reason,
+        r.task_cluster_similarity,
+        r.near_duplicate_group,
+        r.near_duplicate_group_size,
+        r.near_duplicate_similarity,
     ])?;
     let mut st = conn.prepare_cached("INSERT INTO steps VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)")?;
     for (i, s) in steps.iter().enumerate() {

@@ -2,12 +2,16 @@
 //! index, statistics, and reading a built library back.
 
 pub mod build;
+pub mod clusters;
 pub mod coverage;
+pub mod dedup;
 pub mod error;
 pub mod finalize;
 pub mod index;
 pub mod latency;
 pub mod layout;
+pub mod minhash;
+pub mod near;
 pub mod partial;
 pub mod plan;
 pub mod read;
@@ -21,6 +25,8 @@ pub mod split;
 pub mod stats;
 
 pub use build::{build, build_with, BuildOptions, BuildSession, BuildSummary, Finisher, Progress, Quiet};
+pub use clusters::ClusterOptions;
+pub use dedup::Dedup;
 pub use error::LibraryError;
 pub use finalize::finalize;
 pub use partial::{build_partial, PartialSummary};

@@ -6,7 +6,7 @@
 //! A partial is written in a temporary sibling and renamed into place, replacing any
 //! earlier attempt's: a retried task never appends. Format: docs/scale-out.md.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::hash::{Hash, Hasher};
 use std::io::{BufWriter, Write};
@@ -42,6 +42,13 @@ pub enum Entry {
         row: Box<Row>,
         steps: Vec<StepRow>,
         calls: Vec<CallRow>,
+        /// The instruction's shingle hashes (`clusters`), on the partial's first record
+        /// with that instruction only.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        shingles: Option<Vec<u64>>,
+        /// The content sketch (`near`), on one record of each distinct interaction only.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<Vec<u32>>,
     },
     Rejection(RejectionRow),
     /// A finished file: its library-wide number, source (registry index) and figures.
@@ -123,9 +130,12 @@ fn write_partial(
         strict_failure: None,
         progress,
         sizes: &sizes,
+        instructions: HashSet::new(),
+        sketches: HashSet::new(),
     };
     let mut files = 0u64;
     let mut start = 0;
+    let sketched = Sketched::default();
     while start < group.files.len() && !sink.should_stop() {
         let source = group.files[start].source;
         let run: Vec<InputFile> =
@@ -143,7 +153,7 @@ fn write_partial(
             canonical: true,
             records: false,
             outcomes: outcomes.clone(),
-            analyze: Some(analyzer(resolved, &opts.split)),
+            analyze: Some(analyzer(resolved, &opts.split, sketched.clone())),
             max_record_bytes: opts.max_record_bytes,
         };
         let got = trajkit_formats::read_inputs(run, &read_opts, &mut sink)
@@ -176,6 +186,10 @@ struct PartialSink<'a> {
     strict_failure: Option<String>,
     progress: &'a dyn Progress,
     sizes: &'a HashMap<String, u64>,
+    /// Instruction digests whose shingles this partial has written.
+    instructions: HashSet<String>,
+    /// Interaction digests whose content sketch this partial has written.
+    sketches: HashSet<String>,
 }
 
 /// Counts of ids seen so far, by hash (the `~N` suffixes).
@@ -209,9 +223,37 @@ impl PartialSink<'_> {
         self.entries.write_all(b"\n").map_err(LibraryError::io(path))
     }
 
+    /// The content sketch to write with this record: on the first record of each interaction
+    /// only. The analyzers sketch the first copy they meet; when that copy was not filed (a
+    /// repeated line), the sketch is made here from the canonical record.
+    fn content_once(
+        &mut self,
+        row: &Row,
+        sketch: Option<Vec<u32>>,
+        canonical: &[u8],
+    ) -> Result<Option<Vec<u32>>, LibraryError> {
+        if !self.sketches.insert(row.interaction_digest.clone()) {
+            return Ok(None);
+        }
+        if sketch.is_some() {
+            return Ok(sketch);
+        }
+        let t: Trajectory = serde_json::from_slice(canonical)
+            .map_err(|e| LibraryError::Invalid { path: PathBuf::from(&row.path), message: e.to_string() })?;
+        Ok(crate::near::content_sketch(&t))
+    }
+
     /// Files a record: a unique id within the partial, a shard line, and its entry.
     fn add(&mut self, analysis: Analysis, canonical: &[u8]) -> Result<(), LibraryError> {
-        let Analysis { mut row, steps, calls } = analysis;
+        let Analysis { mut row, steps, calls, shingles, content } = analysis;
+        let content = self.content_once(&row, content, canonical)?;
+        let shingles = match &row.instruction_digest {
+            Some(d) if !self.instructions.contains(d) => {
+                self.instructions.insert(d.clone());
+                Some(shingles)
+            }
+            _ => None,
+        };
         let id = unique_id(&mut self.ids, &row.id);
         let renamed;
         let bytes = if id == row.id {
@@ -224,7 +266,7 @@ impl PartialSink<'_> {
         let record_id = std::mem::replace(&mut row.id, id);
         placed.fill(&mut row);
         self.ordinal += 1;
-        self.write(&Entry::Trajectory { record_id, row: Box::new(row), steps, calls })
+        self.write(&Entry::Trajectory { record_id, row: Box::new(row), steps, calls, shingles, content })
     }
 }
 
@@ -234,17 +276,32 @@ struct Analysis {
     row: Row,
     steps: Vec<StepRow>,
     calls: Vec<CallRow>,
+    /// The instruction's shingle hashes (empty without an instruction).
+    shingles: Vec<u64>,
+    /// The content sketch, on the first record of each interaction to reach an analyzer.
+    content: Option<Vec<u32>>,
 }
 
 /// The analyzer of one source: its row (id and shard filled in later), steps and calls.
-fn analyzer(source: &ResolvedSource, split: &SplitConfig) -> trajkit_formats::pipeline::Analyzer {
+fn analyzer(source: &ResolvedSource, split: &SplitConfig, sketched: Sketched) -> trajkit_formats::pipeline::Analyzer {
     let (source, split) = (source.clone(), split.clone());
     Arc::new(move |t: &Trajectory| {
         let row = make_row(t, t.id.clone(), &source, &split, String::new(), 0);
         let (steps, calls) = step_rows(t);
-        Box::new(Analysis { row, steps, calls }) as Box<dyn std::any::Any + Send>
+        let shingles = match &row.instruction_digest {
+            Some(_) => t.task.instruction.as_deref().map(crate::minhash::shingles).unwrap_or_default(),
+            None => Vec::new(),
+        };
+        // Which copy of an interaction carries the sketch varies between runs; the sketch
+        // does not (it is a function of the interaction), and finalize keys it by digest.
+        let fresh = sketched.lock().map(|mut s| s.insert(row.interaction_digest.clone())).unwrap_or(true);
+        let content = if fresh { crate::near::content_sketch(t) } else { None };
+        Box::new(Analysis { row, steps, calls, shingles, content }) as Box<dyn std::any::Any + Send>
     })
 }
+
+/// Interaction digests already sketched in this partial (shared by the analyzer threads).
+type Sketched = Arc<std::sync::Mutex<HashSet<String>>>;
 
 /// The canonical JSON of a record with another id (the rare repeat of an id).
 pub(crate) fn with_id(canonical: &[u8], id: &str, path: &str) -> Result<Vec<u8>, LibraryError> {

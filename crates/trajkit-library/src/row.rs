@@ -109,4 +109,26 @@ pub struct Row {
     /// Byte offset of the record in its decompressed frame (with `shard_offset`).
     #[serde(default)]
     pub frame_offset: Option<u64>,
+    /// 16 hex digits of XXH3-64 of the normalized instruction (none without an instruction).
+    #[serde(default)]
+    pub instruction_digest: Option<String>,
+    /// Task cluster (`tc-` + 16 hex digits): the task by content across keys and sources.
+    #[serde(default)]
+    pub task_cluster: Option<String>,
+    /// Why the trajectory is in its cluster: `same_key`, `same_instruction`, `near_duplicate`.
+    #[serde(default)]
+    pub task_cluster_reason: Option<String>,
+    /// For `near_duplicate`: the weakest instruction similarity linking it to the cluster's anchor.
+    #[serde(default)]
+    pub task_cluster_similarity: Option<f64>,
+    /// Near-duplicate group (`near-` + 16 hex digits): same task cluster, nearly the same
+    /// action/observation content; an exact duplicate group is inside one near group.
+    #[serde(default)]
+    pub near_duplicate_group: Option<String>,
+    /// Trajectories in the near-duplicate group (exact duplicates included).
+    #[serde(default)]
+    pub near_duplicate_group_size: Option<u64>,
+    /// The highest estimated content similarity to another interaction of the group.
+    #[serde(default)]
+    pub near_duplicate_similarity: Option<f64>,
 }

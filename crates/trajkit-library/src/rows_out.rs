@@ -15,7 +15,9 @@ pub const ROW_COLUMNS: &str =
   structural_problems, action_observation_completeness, decisions, steps, tool_calls, subagents, gaps, complete,
   sft_eligible, training_eligible, quality_tier, task_rank, duplicate_group, duplicate_group_size, split,
   content_digest, prompt_tokens, completion_tokens, cost_usd, environment_version, interaction_digest,
-  duplicate_outcomes_disagree, duration_seconds, cached_tokens, shard_offset, frame_offset";
+  duplicate_outcomes_disagree, duration_seconds, cached_tokens, shard_offset, frame_offset, instruction_digest,
+  task_cluster, task_cluster_reason, task_cluster_similarity, near_duplicate_group, near_duplicate_group_size,
+  near_duplicate_similarity";
 
 /// Reads one `trajectories` row selected with `ROW_COLUMNS`.
 pub fn row_from_sql(r: &SqlRow<'_>) -> rusqlite::Result<Row> {
@@ -69,6 +71,13 @@ pub fn row_from_sql(r: &SqlRow<'_>) -> rusqlite::Result<Row> {
         cached_tokens: r.get(45)?,
         shard_offset: r.get(46)?,
         frame_offset: r.get(47)?,
+        instruction_digest: r.get(48)?,
+        task_cluster: r.get(49)?,
+        task_cluster_reason: r.get(50)?,
+        task_cluster_similarity: r.get(51)?,
+        near_duplicate_group: r.get(52)?,
+        near_duplicate_group_size: r.get(53)?,
+        near_duplicate_similarity: r.get(54)?,
     })
 }
 

@@ -8,24 +8,12 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use common::{build_lib, real, rows};
+use common::{build_in_groups, build_lib, real, rows};
 use serde_json::Value;
-use trajkit_library::{build, build_partial, plan, BuildOptions, BuildSession, LibraryError, Progress, Quiet};
+use trajkit_library::{build, plan, BuildOptions, LibraryError, Progress};
 
 fn examples_registry() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sources.toml")
-}
-
-/// Builds with every file group apart (`group_bytes` 1: a group per file, or per set of
-/// files read together), the partials in reverse order and the first one twice.
-fn build_in_groups(opts: &BuildOptions) -> (trajkit_library::BuildSummary, usize) {
-    let session = BuildSession::begin(opts).expect("begin");
-    let plan = plan(opts, Some(1)).expect("plan");
-    for g in plan.groups.iter().rev().chain(plan.groups.first()) {
-        build_partial(opts, g, session.staging(), &Quiet).expect("partial");
-    }
-    let summary = session.finish(opts, &plan, &Quiet, None).expect("finish");
-    (summary, plan.groups.len())
 }
 
 /// Rows without where the record lies (shard boundaries follow the groups).

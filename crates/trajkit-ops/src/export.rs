@@ -33,6 +33,8 @@ pub struct ExportRequest {
     /// A chat template (`tokenizer_config.json`) rendered into a `text` column.
     pub chat_template: Option<PathBuf>,
     pub redaction: RedactionOptions,
+    /// `exact` or `near`: each duplicate group's first admitted row only (`None`: every row).
+    pub dedup: Option<String>,
     /// Output file (or shard folder); compression by extension.
     pub output: PathBuf,
 }
@@ -73,6 +75,7 @@ fn options(
         split: a.split.parse::<Split>()?,
         sources: a.sources.clone(),
         purpose: if a.evaluation { Purpose::Evaluation } else { Purpose::Training },
+        dedup: a.dedup.as_deref().unwrap_or("none").parse().map_err(ExportError::Usage)?,
     };
     let chat_template = match &a.chat_template {
         Some(p) => Some(Arc::new(ChatTemplate::load(p)?)),

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use pyo3::prelude::*;
 use serde::Deserialize;
-use trajkit_library::{BuildOptions, BuildPlan, BuildSession, FileGroup, LibraryError, Progress};
+use trajkit_library::{BuildOptions, BuildPlan, BuildSession, ClusterOptions, FileGroup, LibraryError, Progress};
 
 use crate::errors;
 use crate::wait;
@@ -27,6 +27,9 @@ struct Options {
     strict: bool,
     shard_bytes: Option<u64>,
     max_record_bytes: Option<usize>,
+    /// Task clustering (`trajkit_library::ClusterOptions`, fields as its JSON).
+    #[serde(default)]
+    clusters: Option<ClusterOptions>,
 }
 
 impl Options {
@@ -41,6 +44,7 @@ impl Options {
             outcomes: o.outcomes,
             strict: o.strict,
             max_record_bytes: o.max_record_bytes,
+            clusters: o.clusters.unwrap_or_default(),
             threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
             ..BuildOptions::default()
         };

@@ -26,6 +26,9 @@ TABLES = {
     "tasks": "task_key",
     "sources": "name",
     "meta": "key",
+    "task_clusters": "task_cluster",
+    "task_cluster_links": "split_key, instruction_digest",
+    "near_duplicate_instructions": "a, b",
 }
 
 

@@ -29,7 +29,10 @@ def local_ray():
 
 
 #: Finalize's stages in order, as the Ray build's summary times them.
-FINALIZE_STAGES = ["loading partials", "merging", "indexing", "evaluation rows", "statistics", "coverage", "gallery", "manifest", "done"]
+FINALIZE_STAGES = [
+    "loading partials", "merging", "task clusters", "indexing", "near duplicates", "evaluation rows", "statistics",
+    "coverage", "gallery", "manifest", "done",
+]
 
 
 def cli_build(out, *args):
@@ -67,6 +70,19 @@ def test_ray_build_of_every_fixture_family_equals_trajkit_build(tmp_path) -> Non
     got = tray.build(FIXTURES, tmp_path / "ray", group_bytes=256 << 10)
     assert len(got["tasks"]) > 4
     assert_same_library(cli, tmp_path / "ray", same_shards=False)
+
+
+def test_cluster_options_reach_the_engine_alike_from_the_cli_python_and_ray(tmp_path) -> None:
+    # The boilerplate rule off: the real fixtures fall into 361 task clusters instead of 378
+    # (crates/trajkit-library/tests/clusters.rs pins both).
+    off = {"boilerplate_fraction": 1.0, "boilerplate_min_instructions": 10000}
+    cli = cli_build(tmp_path / "cli", str(FIXTURES), "--boilerplate-fraction", "1", "--boilerplate-min-instructions", "10000")
+    tray.build(FIXTURES, tmp_path / "ray", group_bytes=256 << 10, clusters=off)
+    assert_same_library(cli, tmp_path / "ray", same_shards=False)
+    trajkit.build(FIXTURES, tmp_path / "py", **off)
+    assert_same_library(cli, tmp_path / "py", same_shards=True)
+    clusters = trajkit.Library(tmp_path / "py").query("SELECT count(*) AS n FROM task_clusters").to_pylist()
+    assert clusters == [{"n": 361}]
 
 
 def _die_once(marker_dir):

@@ -111,6 +111,9 @@ enum Command {
         /// JSON instead of tables.
         #[arg(long)]
         json: bool,
+        /// Count each exact (or near-) duplicate group once: its first trajectory.
+        #[arg(long, value_parser = ["exact", "near"])]
+        dedup: Option<String>,
     },
     /// Run read-only SQL on a library's index.
     Query {
@@ -185,7 +188,9 @@ where
         Command::Convert { read, output } => commands::convert::run(&read, &output),
         Command::Schema => commands::schema::run(),
         Command::Build(args) => commands::build::run(&args),
-        Command::Stats { library, by, json } => commands::stats::run(&library, by.as_deref(), json),
+        Command::Stats { library, by, json, dedup } => {
+            commands::stats::run(&library, by.as_deref(), json, dedup.as_deref())
+        }
         Command::Query { library, sql, json } => commands::query::run(&library, &sql, json),
         Command::Manifest(args) => commands::manifest::run(&args),
         Command::Gallery { library, output, examples_per_source, redaction } => {

@@ -417,3 +417,39 @@ fn redact_hides_a_planted_secret_in_exports_and_the_gallery() {
     let card = std::fs::read_to_string(dir.path().join("README.md")).unwrap();
     assert!(card.contains("trajkit redaction: built-in rules"), "{card}");
 }
+
+#[test]
+fn stats_and_export_count_duplicate_groups_once_with_dedup_and_change_nothing_without() {
+    // Every real fixture: 517 trajectories in 497 exact duplicate groups and 473 near-duplicate
+    // groups (docs/library.md#near-duplicate-groups).
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lib = dir.path().join("lib");
+    let out = trajkit(&["build", "--quiet", s(&repo("tests/fixtures/real")), "-o", s(&lib)]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let attempts = |extra: &[&str]| {
+        let mut args = vec!["stats", "--json", s(&lib)];
+        args.extend_from_slice(extra);
+        let out = trajkit(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        serde_json::from_slice::<Value>(&out.stdout).expect("json")["attempts"].as_u64().expect("attempts")
+    };
+    assert_eq!((attempts(&[]), attempts(&["--dedup", "exact"]), attempts(&["--dedup", "near"])), (517, 497, 473));
+    let export = |name: &str, extra: &[&str]| {
+        let path = dir.path().join(name);
+        let mut args = vec!["export", s(&lib), "--view", "full", "--split", "train", "-o", s(&path)];
+        args.extend_from_slice(extra);
+        let out = trajkit(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        (std::fs::read(&path).expect("export"), text(&out.stdout) + &text(&out.stderr))
+    };
+    let (plain, _) = export("plain.jsonl", &[]);
+    let (again, _) = export("again.jsonl", &[]);
+    assert_eq!(plain, again, "no flag: the export as before");
+    // No two training-eligible train rows share an interaction; 13 are near-duplicates of an
+    // earlier one (the left-out table counts them as `duplicate`).
+    let (exact, _) = export("exact.jsonl", &["--dedup", "exact"]);
+    let (near, said) = export("near.jsonl", &["--dedup", "near"]);
+    let lines = |b: &[u8]| b.split(|c| *c == b'\n').filter(|l| !l.is_empty()).count();
+    assert_eq!((lines(&plain), lines(&exact), lines(&near)), (292, 292, 279), "{said}");
+    assert!(said.contains("duplicate 13"), "{said}");
+}

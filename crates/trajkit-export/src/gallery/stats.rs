@@ -351,6 +351,13 @@ mod tests {
             cached_tokens: None,
             shard_offset: None,
             frame_offset: None,
+            instruction_digest: None,
+            task_cluster: None,
+            task_cluster_reason: None,
+            task_cluster_similarity: None,
+            near_duplicate_group: None,
+            near_duplicate_group_size: None,
+            near_duplicate_similarity: None,
         }
     }
 

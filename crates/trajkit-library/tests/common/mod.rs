@@ -6,7 +6,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use trajkit_library::{build, BuildOptions, Quiet};
+use trajkit_library::{build, build_partial, plan, BuildOptions, BuildSession, Quiet};
 
 /// A real fixture file or folder of the repository.
 pub fn real(rel: &str) -> PathBuf {
@@ -73,4 +73,16 @@ pub fn write_lines(path: &Path, rows: &[serde_json::Map<String, Value>]) {
     let text: String = rows.iter().map(|r| serde_json::to_string(r).expect("json") + "\n").collect();
     std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
     std::fs::write(path, text).expect("write");
+}
+
+/// Builds with every file group apart (`group_bytes` 1: a group per file, or per set of
+/// files read together), the partials in reverse order and the first one twice.
+pub fn build_in_groups(opts: &BuildOptions) -> (trajkit_library::BuildSummary, usize) {
+    let session = BuildSession::begin(opts).expect("begin");
+    let plan = plan(opts, Some(1)).expect("plan");
+    for g in plan.groups.iter().rev().chain(plan.groups.first()) {
+        build_partial(opts, g, session.staging(), &Quiet).expect("partial");
+    }
+    let summary = session.finish(opts, &plan, &Quiet, None).expect("finish");
+    (summary, plan.groups.len())
 }

@@ -175,6 +175,7 @@ def build(
     num_cpus: float = 1,
     max_retries: int = 3,
     task_hook: Optional[Callable[[Dict[str, Any]], None]] = None,
+    clusters: Optional[Dict[str, Any]] = None,
 ) -> Dict[str, Any]:
     """``trajkit build`` on Ray: plan on the driver, one Ray task per file group writing
     its partial into the output's staging directory (which must be on storage every node
@@ -184,6 +185,10 @@ def build(
     files, bytes of input, trajectories, seconds), ``phases`` (seconds of ``plan``,
     ``partials`` and ``finalize``) and ``finalize_stages`` (``[stage, seconds]`` in
     order). ``task_hook(group)`` runs in each task first (tests use it).
+    ``clusters`` sets task clustering as ``trajkit build``'s flags of the same names do:
+    ``{"instruction_similarity": 0.7, "boilerplate_fraction": 0.01,
+    "boilerplate_min_instructions": 3, "generic_instruction_keys": 10,
+    "trajectory_similarity": 0.8}``.
     """
     options = _options(
         paths,
@@ -193,6 +198,7 @@ def build(
         format=format,
         strict=strict,
         shard_bytes=None if shard_mib is None else int(shard_mib) << 20,
+        clusters=clusters,
     )
     session = _native.RayBuild(options)
     clock = [time.monotonic()]

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 use trajkit_formats::FileReport;
-use trajkit_library::{BuildOptions, Progress, SplitConfig};
+use trajkit_library::{BuildOptions, ClusterOptions, Progress, SplitConfig};
 use trajkit_ops::BuildRequest;
 
 /// Options of `trajkit build`.
@@ -54,6 +54,45 @@ pub struct BuildArgs {
     /// Redaction of the gallery (the library itself keeps the data as read).
     #[command(flatten)]
     pub redaction: super::redaction::RedactArgs,
+    /// Task clustering by content (docs/quality.md#task-clusters).
+    #[command(flatten)]
+    pub clusters: ClusterArgs,
+}
+
+/// The task-cluster options of `trajkit build` (`trajkit_library::ClusterOptions`).
+#[derive(clap::Args)]
+pub struct ClusterArgs {
+    /// Least exact Jaccard similarity of two instructions' word-shingle sets (boilerplate
+    /// removed) for them to be one task.
+    #[arg(long, default_value_t = 0.7, value_name = "S")]
+    pub instruction_similarity: f64,
+    /// A shingle in at least this fraction of the distinct instructions (and in at least
+    /// --boilerplate-min-instructions of them) is boilerplate and ignored.
+    #[arg(long, default_value_t = 0.01, value_name = "F")]
+    pub boilerplate_fraction: f64,
+    /// See --boilerplate-fraction.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub boilerplate_min_instructions: u64,
+    /// An instruction shared by this many distinct task keys is a generic prompt and links nothing.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub generic_instruction_keys: u64,
+    /// Least estimated content similarity of two trajectories of one task cluster for them to
+    /// be one near-duplicate group.
+    #[arg(long, default_value_t = 0.8, value_name = "S")]
+    pub trajectory_similarity: f64,
+}
+
+impl ClusterArgs {
+    /// The library's options.
+    pub fn options(&self) -> ClusterOptions {
+        ClusterOptions {
+            instruction_similarity: self.instruction_similarity,
+            boilerplate_fraction: self.boilerplate_fraction,
+            boilerplate_min_instructions: self.boilerplate_min_instructions,
+            generic_instruction_keys: self.generic_instruction_keys,
+            trajectory_similarity: self.trajectory_similarity,
+        }
+    }
 }
 
 /// Bars on stderr: bytes of input read, files, trajectories; then the later stages.
@@ -162,6 +201,7 @@ impl BuildArgs {
                 threads: 0,
                 wait: self.wait,
                 max_record_bytes: Some(self.read.max_record_bytes()),
+                clusters: self.clusters.options(),
             },
             redaction: self.redaction.options(),
         }

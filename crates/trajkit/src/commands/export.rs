@@ -42,6 +42,9 @@ pub struct ExportArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Export each exact (or near-) duplicate group once: its first admitted trajectory.
+    #[arg(long, value_parser = ["exact", "near"])]
+    pub dedup: Option<String>,
     /// Output file (or shard folder); compression by extension (.gz, .zst).
     #[arg(short, long)]
     pub output: PathBuf,
@@ -62,6 +65,7 @@ impl ExportArgs {
             chat_template: self.chat_template.clone(),
             redaction: self.redaction.options(),
             output: self.output.clone(),
+            dedup: self.dedup.clone(),
         }
     }
 }

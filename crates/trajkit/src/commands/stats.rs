@@ -56,10 +56,12 @@ fn k_table(section: &Value, columns: &[&str]) -> String {
     render(&header, &rows)
 }
 
-pub fn run(library: &Path, by: Option<&str>, json: bool) -> Result<u8> {
+pub fn run(library: &Path, by: Option<&str>, json: bool, dedup: Option<&str>) -> Result<u8> {
     let lib = Library::open(library)?;
     let index = lib.root().join("index.sqlite");
     let conn = trajkit_library::index::open_read_only(&index)?;
+    let dedup: trajkit_library::Dedup = dedup.unwrap_or("none").parse().map_err(anyhow::Error::msg)?;
+    dedup.apply(&conn, &index)?;
     if let Some(by) = by {
         let Some((_, column)) = BY_KEYS.iter().find(|(k, _)| *k == by) else {
             bail!("--by must be one of {}", BY_KEYS.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", "));

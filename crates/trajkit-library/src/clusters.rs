@@ -1,0 +1,602 @@
+//! Task clusters: tasks matched by content across keys and sources, so that splits and
+//! evaluation protection follow the task, not the key a source happened to give it.
+//! The partial (map) phase computes each record's instruction signature; finalize unions
+//! (same split key) ∪ (same normalized instruction) ∪ (near-duplicate instructions: MinHash
+//! with LSH banding, confirmed by exact Jaccard over the shingle sets, boilerplate
+//! shingles ignored). Memory is bounded by distinct (key, instruction) pairs and distinct
+//! instructions, never by records. Rules: docs/quality.md#task-clusters.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::minhash;
+use crate::row::Row;
+use crate::split::{SplitConfig, PROTECTED};
+
+/// How tasks are clustered (`trajkit build --instruction-similarity ...`, the registry's
+/// `[clusters]` table, `trajkit.build(instruction_similarity=...)`); recorded in `build.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClusterOptions {
+    /// Least exact Jaccard similarity of two instructions' shingle sets (boilerplate
+    /// removed) for them to be one task.
+    pub instruction_similarity: f64,
+    /// A shingle in at least this fraction of the distinct instructions ...
+    pub boilerplate_fraction: f64,
+    /// ... and in at least this many of them is boilerplate (a shared preamble or
+    /// template) and ignored when comparing instructions.
+    pub boilerplate_min_instructions: u64,
+    /// An instruction that this many distinct split keys share is a generic prompt (a
+    /// greeting, a bare system prompt), not a task: it links nothing.
+    pub generic_instruction_keys: u64,
+    /// Least estimated content similarity of two trajectories of one task cluster for them
+    /// to be one near-duplicate group.
+    pub trajectory_similarity: f64,
+}
+
+impl Default for ClusterOptions {
+    fn default() -> Self {
+        ClusterOptions {
+            instruction_similarity: 0.7,
+            boilerplate_fraction: 0.01,
+            boilerplate_min_instructions: 3,
+            generic_instruction_keys: 10,
+            trajectory_similarity: 0.8,
+        }
+    }
+}
+
+impl ClusterOptions {
+    /// Checks that the similarity and fraction are in (0, 1].
+    pub fn validate(&self) -> Result<(), String> {
+        for (name, v) in [
+            ("instruction similarity", self.instruction_similarity),
+            ("boilerplate fraction", self.boilerplate_fraction),
+            ("trajectory similarity", self.trajectory_similarity),
+        ] {
+            if !(v.is_finite() && v > 0.0 && v <= 1.0) {
+                return Err(format!("{name} must be in (0, 1], got {v}"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// 16 hex digits of XXH3-64 of the instruction after `normalize_instruction` (whitespace
+/// runs collapsed, trimmed); the environment is not part of it. None for a blank one.
+pub fn instruction_digest(instruction: &str) -> Option<String> {
+    let normal = trajkit_model::canonical::normalize_instruction(instruction);
+    (!normal.is_empty()).then(|| format!("{:016x}", minhash::hash64(normal.as_bytes())))
+}
+
+/// Why a trajectory is in its cluster.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Reason {
+    /// Its split key is the cluster's anchor key.
+    SameKey,
+    /// Linked to the anchor through shared keys and equal normalized instructions only.
+    SameInstruction,
+    /// Linked through near-duplicate instructions; the weakest link's similarity.
+    NearDuplicate(f64),
+}
+
+impl Reason {
+    /// The index's `task_cluster_reason`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Reason::SameKey => "same_key",
+            Reason::SameInstruction => "same_instruction",
+            Reason::NearDuplicate(_) => "near_duplicate",
+        }
+    }
+
+    /// The similarity of a near-duplicate link, rounded to 4 decimals.
+    pub fn similarity(&self) -> Option<f64> {
+        match self {
+            Reason::NearDuplicate(s) => Some((s * 10_000.0).round() / 10_000.0),
+            _ => None,
+        }
+    }
+}
+
+/// The signatures finalize collects, one entry per distinct key, instruction and pair.
+#[derive(Default)]
+pub struct Collector {
+    keys: HashMap<String, u32>,
+    instructions: HashMap<String, u32>,
+    /// Shingles per instruction id (`None` until a record carrying them is seen).
+    shingles: Vec<Option<Vec<u64>>>,
+    /// (key id, instruction id or `u32::MAX`) -> an `evaluation_only` trajectory has it.
+    pairs: HashMap<(u32, u32), bool>,
+}
+
+const NO_INSTRUCTION: u32 = u32::MAX;
+
+impl Collector {
+    /// Notes one trajectory's row and, when its entry carries them, its shingles.
+    pub fn add(&mut self, row: &Row, shingles: Option<Vec<u64>>) {
+        let n = self.keys.len() as u32;
+        let key = *self.keys.entry(row.split_key.clone()).or_insert(n);
+        let instruction = match &row.instruction_digest {
+            Some(d) => {
+                let n = self.instructions.len() as u32;
+                let id = *self.instructions.entry(d.clone()).or_insert(n);
+                if id as usize == self.shingles.len() {
+                    self.shingles.push(None);
+                }
+                if let (Some(slot), Some(s)) = (self.shingles.get_mut(id as usize), shingles) {
+                    slot.get_or_insert(s);
+                }
+                id
+            }
+            None => NO_INSTRUCTION,
+        };
+        let eval = self.pairs.entry((key, instruction)).or_insert(false);
+        *eval |= row.role == "evaluation_only";
+    }
+}
+
+/// One distinct (split key, instruction) pair's cluster membership.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Link {
+    pub split_key: String,
+    /// `""` for trajectories without an instruction.
+    pub instruction_digest: String,
+    pub cluster: String,
+    pub reason: Reason,
+}
+
+/// One task cluster.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cluster {
+    pub id: String,
+    /// The key the split is drawn from: the least split key among evaluation trajectories,
+    /// else the least split key.
+    pub anchor: String,
+    pub split: String,
+    pub keys: u64,
+    pub instructions: u64,
+}
+
+/// Near-duplicate instruction pairs confirmed by exact Jaccard.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NearPair {
+    pub a: String,
+    pub b: String,
+    pub similarity: f64,
+}
+
+/// What clustering found, sorted (clusters by id, links by key then instruction).
+#[derive(Debug, Default)]
+pub struct Clusters {
+    pub clusters: Vec<Cluster>,
+    pub links: Vec<Link>,
+    pub near_pairs: Vec<NearPair>,
+    /// Shingles treated as boilerplate, and the distinct instructions counted.
+    pub boilerplate_shingles: u64,
+    pub instructions: u64,
+}
+
+/// A link's strength from the anchor: exact links beat every near-duplicate one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Strength(Option<f64>);
+
+impl Strength {
+    fn rank(&self) -> f64 {
+        self.0.unwrap_or(2.0)
+    }
+    fn min(self, other: Strength) -> Strength {
+        if self.rank() <= other.rank() {
+            self
+        } else {
+            other
+        }
+    }
+}
+
+impl Collector {
+    /// Clusters everything collected. Deterministic: ids are re-numbered in string order
+    /// first, so neither reading order nor partition matters.
+    pub fn cluster(self, opts: &ClusterOptions, split: &SplitConfig) -> Clusters {
+        let mut g = Graph::new(self);
+        g.mark_generic(opts.generic_instruction_keys);
+        let (near, boilerplate) = g.near_pairs(opts);
+        let mut uf = UnionFind::new(g.nodes());
+        for (k, i) in g.linking_pairs() {
+            uf.union(k as usize, g.inode(i));
+        }
+        for &(a, b, _) in &near {
+            uf.union(g.inode(a), g.inode(b));
+        }
+        let mut members: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        for n in 0..g.nodes() {
+            members.entry(uf.find(n)).or_default().push(n);
+        }
+        let adjacency = g.adjacency(&near);
+        let mut out = Clusters {
+            boilerplate_shingles: boilerplate,
+            instructions: g.instructions.len() as u64,
+            near_pairs: near
+                .iter()
+                .map(|&(a, b, s)| NearPair {
+                    a: g.instructions[a as usize].clone(),
+                    b: g.instructions[b as usize].clone(),
+                    similarity: (s * 10_000.0).round() / 10_000.0,
+                })
+                .collect(),
+            ..Clusters::default()
+        };
+        for nodes in members.values() {
+            g.emit(nodes, &adjacency, split, &mut out);
+        }
+        out.clusters.sort_by(|a, b| a.id.cmp(&b.id));
+        out.links.sort_by(|a, b| (&a.split_key, &a.instruction_digest).cmp(&(&b.split_key, &b.instruction_digest)));
+        out
+    }
+}
+
+/// Keys (nodes `0..K`) and instructions (nodes `K..K+I`), numbered in string order.
+struct Graph {
+    keys: Vec<String>,
+    instructions: Vec<String>,
+    shingles: Vec<Vec<u64>>,
+    pairs: BTreeMap<(u32, u32), bool>,
+    /// Per instruction: a generic prompt that links nothing (see `ClusterOptions`).
+    generic: Vec<bool>,
+}
+
+impl Graph {
+    fn new(c: Collector) -> Graph {
+        let (keys, key_map) = renumber(c.keys);
+        let (instructions, instr_map) = renumber(c.instructions);
+        let mut shingles = vec![Vec::new(); instructions.len()];
+        for (old, s) in c.shingles.into_iter().enumerate() {
+            if let (Some(&new), Some(s)) = (instr_map.get(old), s) {
+                shingles[new as usize] = s;
+            }
+        }
+        let pairs = c
+            .pairs
+            .into_iter()
+            .map(|((k, i), e)| {
+                let i = if i == NO_INSTRUCTION { i } else { instr_map[i as usize] };
+                ((key_map[k as usize], i), e)
+            })
+            .collect();
+        Graph { keys, instructions, shingles, pairs, generic: Vec::new() }
+    }
+
+    /// Marks the instructions that at least `limit` distinct keys share.
+    fn mark_generic(&mut self, limit: u64) {
+        let mut holders = vec![0u64; self.instructions.len()];
+        for &(_, i) in self.pairs.keys() {
+            if let Some(h) = holders.get_mut(i as usize) {
+                *h += 1;
+            }
+        }
+        self.generic = holders.into_iter().map(|h| h >= limit.max(2)).collect();
+    }
+
+    /// The pairs that link a key to an instruction (not a generic one).
+    fn linking_pairs(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.pairs.keys().copied().filter(|&(_, i)| self.generic.get(i as usize).is_some_and(|g| !g))
+    }
+
+    fn nodes(&self) -> usize {
+        self.keys.len() + self.instructions.len()
+    }
+
+    fn inode(&self, i: u32) -> usize {
+        self.keys.len() + i as usize
+    }
+
+    /// Confirmed near-duplicate instruction pairs `(a, b, jaccard)` and the number of
+    /// boilerplate shingles ignored.
+    fn near_pairs(&self, opts: &ClusterOptions) -> (Vec<(u32, u32, f64)>, u64) {
+        let mut df: HashMap<u64, u64> = HashMap::new();
+        for s in self.shingles.iter().flatten() {
+            *df.entry(*s).or_insert(0) += 1;
+        }
+        let n = self.shingles.iter().filter(|s| !s.is_empty()).count() as f64;
+        let floor = ((opts.boilerplate_fraction * n).ceil() as u64).max(opts.boilerplate_min_instructions).max(2);
+        let boilerplate = df.values().filter(|&&c| c >= floor).count() as u64;
+        let kept: Vec<Vec<u64>> = self
+            .shingles
+            .iter()
+            .map(|s| s.iter().copied().filter(|x| df.get(x).copied().unwrap_or(0) < floor).collect())
+            .collect();
+        // Instructions equal once boilerplate is removed are linked to the first of them
+        // (similarity 1) without banding, so a bucket never holds many equal sets.
+        let mut first_of: HashMap<&[u64], u32> = HashMap::new();
+        let mut near = Vec::new();
+        let mut items: Vec<(u32, minhash::Signature)> = Vec::new();
+        for (i, set) in kept.iter().enumerate() {
+            if set.is_empty() || self.generic.get(i).is_none_or(|g| *g) {
+                continue;
+            }
+            match first_of.get(set.as_slice()) {
+                Some(&first) => near.push((first, i as u32, 1.0)),
+                None => {
+                    first_of.insert(set, i as u32);
+                    items.push((i as u32, minhash::signature(set)));
+                }
+            }
+        }
+        let refs: Vec<(u32, &[u32])> = items.iter().map(|(i, s)| (*i, s.as_slice())).collect();
+        near.extend(minhash::candidates(&refs).into_iter().filter_map(|(a, b)| {
+            let j = minhash::jaccard(&kept[a as usize], &kept[b as usize]);
+            (j >= opts.instruction_similarity).then_some((a, b, j))
+        }));
+        near.sort_by_key(|&(a, b, _)| (a, b));
+        (near, boilerplate)
+    }
+
+    /// Per node, its neighbours and the strength of each edge.
+    fn adjacency(&self, near: &[(u32, u32, f64)]) -> Vec<Vec<(usize, Strength)>> {
+        let mut adj = vec![Vec::new(); self.nodes()];
+        for (k, i) in self.linking_pairs() {
+            adj[k as usize].push((self.inode(i), Strength(None)));
+            adj[self.inode(i)].push((k as usize, Strength(None)));
+        }
+        for &(a, b, s) in near {
+            adj[self.inode(a)].push((self.inode(b), Strength(Some(s))));
+            adj[self.inode(b)].push((self.inode(a), Strength(Some(s))));
+        }
+        adj
+    }
+
+    /// Writes one component's cluster and links: the anchor, the split, and per pair the
+    /// strongest chain of links from the anchor (widest path).
+    fn emit(&self, nodes: &[usize], adj: &[Vec<(usize, Strength)>], split: &SplitConfig, out: &mut Clusters) {
+        let key_nodes: Vec<usize> = nodes.iter().copied().filter(|&n| n < self.keys.len()).collect();
+        let protected = self.pairs.iter().any(|(&(k, _), &e)| e && key_nodes.binary_search(&(k as usize)).is_ok());
+        let eval_key = key_nodes
+            .iter()
+            .copied()
+            .find(|&k| self.pairs.range((k as u32, 0)..=(k as u32, u32::MAX)).any(|(_, &e)| e));
+        let Some(anchor) = eval_key.or_else(|| key_nodes.first().copied()) else { return };
+        let anchor_key = &self.keys[anchor];
+        let id = format!("tc-{}", &hex(&Sha256::digest(anchor_key.as_bytes()))[..16]);
+        let strength = widest_paths(anchor, adj);
+        for k in &key_nodes {
+            for (&(_, i), _) in self.pairs.range((*k as u32, 0)..=(*k as u32, u32::MAX)) {
+                let reason = if *k == anchor {
+                    Reason::SameKey
+                } else {
+                    match strength.get(k).and_then(|s| s.0) {
+                        Some(s) => Reason::NearDuplicate(s),
+                        None => Reason::SameInstruction,
+                    }
+                };
+                let instruction_digest =
+                    if i == NO_INSTRUCTION { String::new() } else { self.instructions[i as usize].clone() };
+                out.links.push(Link {
+                    split_key: self.keys[*k].clone(),
+                    instruction_digest,
+                    cluster: id.clone(),
+                    reason,
+                });
+            }
+        }
+        out.clusters.push(Cluster {
+            id,
+            anchor: anchor_key.clone(),
+            split: if protected { PROTECTED.to_string() } else { split.assign(anchor_key).to_string() },
+            keys: key_nodes.len() as u64,
+            instructions: (nodes.len() - key_nodes.len()) as u64,
+        });
+    }
+}
+
+/// The cluster tables, loaded before the index is finalized.
+const SCHEMA: &str = "
+CREATE TABLE task_clusters (task_cluster TEXT PRIMARY KEY, anchor_key TEXT NOT NULL, split TEXT NOT NULL,
+  keys INTEGER NOT NULL, instructions INTEGER NOT NULL, trajectories INTEGER NOT NULL);
+CREATE TABLE task_cluster_links (split_key TEXT NOT NULL, instruction_digest TEXT NOT NULL,
+  task_cluster TEXT NOT NULL, reason TEXT NOT NULL, similarity REAL,
+  PRIMARY KEY (split_key, instruction_digest)) WITHOUT ROWID;
+CREATE TABLE near_duplicate_instructions (a TEXT NOT NULL, b TEXT NOT NULL, similarity REAL NOT NULL,
+  PRIMARY KEY (a, b)) WITHOUT ROWID;
+";
+
+/// Gives every trajectory its cluster, reason and the cluster's split, then counts.
+const APPLY: &str = "
+UPDATE trajectories SET task_cluster = l.task_cluster, task_cluster_reason = l.reason,
+  task_cluster_similarity = l.similarity, split = c.split
+  FROM task_cluster_links AS l JOIN task_clusters AS c ON c.task_cluster = l.task_cluster
+  WHERE l.split_key = trajectories.split_key AND l.instruction_digest = coalesce(trajectories.instruction_digest, '');
+CREATE INDEX trajectories_task_cluster ON trajectories (task_cluster);
+UPDATE task_clusters SET trajectories = n.n FROM
+  (SELECT task_cluster, count(*) AS n FROM trajectories GROUP BY task_cluster) AS n
+  WHERE n.task_cluster = task_clusters.task_cluster;
+";
+
+/// Writes the cluster tables into the loaded index and applies them to its trajectories
+/// (before `index::finalize`, which derives eligibility and tasks from the splits).
+pub fn write_index(
+    conn: &rusqlite::Connection,
+    path: &std::path::Path,
+    c: &Clusters,
+) -> Result<(), crate::LibraryError> {
+    use rusqlite::params;
+    let sql = |source| crate::LibraryError::Sqlite { path: path.to_path_buf(), source };
+    conn.execute_batch("BEGIN").map_err(sql)?;
+    conn.execute_batch(SCHEMA).map_err(sql)?;
+    let mut st = conn.prepare("INSERT INTO task_clusters VALUES (?1, ?2, ?3, ?4, ?5, 0)").map_err(sql)?;
+    for k in &c.clusters {
+        st.execute(params![k.id, k.anchor, k.split, k.keys, k.instructions]).map_err(sql)?;
+    }
+    let mut st = conn.prepare("INSERT INTO task_cluster_links VALUES (?1, ?2, ?3, ?4, ?5)").map_err(sql)?;
+    for l in &c.links {
+        st.execute(params![l.split_key, l.instruction_digest, l.cluster, l.reason.as_str(), l.reason.similarity()])
+            .map_err(sql)?;
+    }
+    let mut st = conn.prepare("INSERT INTO near_duplicate_instructions VALUES (?1, ?2, ?3)").map_err(sql)?;
+    for p in &c.near_pairs {
+        st.execute(params![p.a, p.b, p.similarity]).map_err(sql)?;
+    }
+    conn.execute_batch(APPLY).map_err(sql)?;
+    conn.execute_batch("COMMIT").map_err(sql)
+}
+
+/// Strings numbered in sorted order: the sorted strings and old id -> new id.
+fn renumber(map: HashMap<String, u32>) -> (Vec<String>, Vec<u32>) {
+    let mut items: Vec<(String, u32)> = map.into_iter().collect();
+    items.sort();
+    let mut old_to_new = vec![0u32; items.len()];
+    for (new, (_, old)) in items.iter().enumerate() {
+        old_to_new[*old as usize] = new as u32;
+    }
+    (items.into_iter().map(|(s, _)| s).collect(), old_to_new)
+}
+
+/// Per reached node, the strongest weakest link on a path from `from` (max-min Dijkstra).
+fn widest_paths(from: usize, adj: &[Vec<(usize, Strength)>]) -> HashMap<usize, Strength> {
+    #[derive(PartialEq)]
+    struct Item(f64, usize);
+    impl Eq for Item {}
+    impl PartialOrd for Item {
+        fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+            Some(self.cmp(o))
+        }
+    }
+    impl Ord for Item {
+        fn cmp(&self, o: &Self) -> Ordering {
+            self.0.total_cmp(&o.0).then_with(|| o.1.cmp(&self.1))
+        }
+    }
+    let mut best: HashMap<usize, Strength> = HashMap::new();
+    let mut heap = BinaryHeap::new();
+    best.insert(from, Strength(None));
+    heap.push(Item(Strength(None).rank(), from));
+    while let Some(Item(rank, n)) = heap.pop() {
+        if best.get(&n).is_some_and(|s| s.rank() > rank) {
+            continue;
+        }
+        let here = best.get(&n).copied().unwrap_or(Strength(None));
+        for &(m, edge) in adj.get(n).map(Vec::as_slice).unwrap_or(&[]) {
+            let via = here.min(edge);
+            if best.get(&m).is_none_or(|s| s.rank() < via.rank()) {
+                best.insert(m, via);
+                heap.push(Item(via.rank(), m));
+            }
+        }
+    }
+    best
+}
+
+/// Lowercase hex.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Union-find with path halving; the smaller root wins, so roots do not depend on order.
+struct UnionFind(Vec<usize>);
+
+impl UnionFind {
+    fn new(n: usize) -> Self {
+        UnionFind((0..n).collect())
+    }
+    fn find(&mut self, mut x: usize) -> usize {
+        while self.0[x] != x {
+            self.0[x] = self.0[self.0[x]];
+            x = self.0[x];
+        }
+        x
+    }
+    fn union(&mut self, a: usize, b: usize) {
+        let (a, b) = (self.find(a), self.find(b));
+        let (lo, hi) = (a.min(b), a.max(b));
+        self.0[hi] = lo;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(key: &str, instruction: Option<&str>, role: &str) -> (Row, Option<Vec<u64>>) {
+        let mut r: Row = serde_json::from_str(
+            r#"{"id": "", "source": "s", "format": "f", "path": "p", "line": null, "document_index": null,
+            "shard": "", "shard_line": 0, "task_key": "", "split_key": "", "task_id": null, "environment": null,
+            "model": null, "scaffold": null, "family": null, "license": null, "role": "", "status": "unknown",
+            "reward": null, "outcome_known": false, "verification": "unverified", "structural_valid": true,
+            "structural_problems": [], "action_observation_completeness": null, "decisions": 0, "steps": 0,
+            "tool_calls": 0, "subagents": 0, "gaps": {}, "complete": true, "sft_eligible": true,
+            "training_eligible": true, "quality_tier": 0, "task_rank": 0, "duplicate_group": "",
+            "duplicate_group_size": 1, "split": "train", "content_digest": "", "prompt_tokens": null,
+            "completion_tokens": null, "cost_usd": null, "environment_version": null, "interaction_digest": "",
+            "duplicate_outcomes_disagree": false, "duration_seconds": null, "cached_tokens": null}"#,
+        )
+        .expect("row");
+        (r.id, r.task_key, r.split_key, r.role) = (key.into(), key.into(), key.into(), role.into());
+        r.instruction_digest = instruction.and_then(instruction_digest);
+        (r, instruction.map(minhash::shingles))
+    }
+
+    fn cluster_of(rows: &[(Row, Option<Vec<u64>>)], opts: &ClusterOptions) -> Clusters {
+        let mut c = Collector::default();
+        for (r, s) in rows {
+            c.add(r, s.clone());
+        }
+        c.cluster(opts, &SplitConfig::default())
+    }
+
+    #[test]
+    fn keys_and_instructions_union_and_reasons_follow_the_strongest_chain() {
+        // Synthetic: the rule itself (a chain key -> instruction -> key -> near-duplicate).
+        let base = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu";
+        let rows = [
+            row("k-eval", Some(base), "evaluation_only"),
+            row("a-copy", Some(base), "training"),
+            row("b-near", Some(&format!("{base} nu")), "training"),
+            row("c-other", Some("something else entirely different here"), "training"),
+            row("d-none", None, "training"),
+        ];
+        let got = cluster_of(&rows, &ClusterOptions::default());
+        assert_eq!(got.clusters.len(), 3);
+        let by_key: HashMap<&str, &Link> = got.links.iter().map(|l| (l.split_key.as_str(), l)).collect();
+        assert_eq!(by_key["k-eval"].reason, Reason::SameKey);
+        assert_eq!(by_key["a-copy"].reason, Reason::SameInstruction);
+        assert_eq!(by_key["b-near"].reason, Reason::NearDuplicate(10.0 / 11.0));
+        assert_eq!(by_key["k-eval"].cluster, by_key["b-near"].cluster);
+        assert_ne!(by_key["k-eval"].cluster, by_key["c-other"].cluster);
+        assert_eq!(by_key["d-none"].instruction_digest, "");
+        let protected = got.clusters.iter().find(|c| c.id == by_key["k-eval"].cluster).expect("cluster");
+        assert_eq!((protected.anchor.as_str(), protected.split.as_str(), protected.keys), ("k-eval", PROTECTED, 3));
+    }
+
+    #[test]
+    fn order_of_arrival_does_not_matter() {
+        let rows: Vec<_> = (0..30)
+            .map(|i| row(&format!("k{i}"), Some(&format!("task {} word {} more words here", i % 7, i % 3)), "training"))
+            .collect();
+        let a = cluster_of(&rows, &ClusterOptions::default());
+        let mut reversed = rows.clone();
+        reversed.reverse();
+        let b = cluster_of(&reversed, &ClusterOptions::default());
+        assert_eq!(a.links, b.links);
+        assert_eq!(a.clusters, b.clusters);
+    }
+
+    #[test]
+    fn a_shared_template_does_not_merge_unrelated_tasks() {
+        // Synthetic: 20 tasks behind one 60-word preamble, each with its own short request.
+        let preamble: String = (0..60).map(|i| format!("rule{i} ")).collect();
+        let rows: Vec<_> = (0..20)
+            .map(|i| {
+                let task = format!("{preamble} now do task number {i} on file f{i} with option o{i}");
+                row(&format!("k{i:02}"), Some(&task), "training")
+            })
+            .collect();
+        let got = cluster_of(&rows, &ClusterOptions::default());
+        assert_eq!(got.clusters.len(), 20, "the preamble is boilerplate");
+        assert!(got.boilerplate_shingles >= 58);
+        let off =
+            ClusterOptions { boilerplate_fraction: 1.0, boilerplate_min_instructions: 1_000, ..Default::default() };
+        assert_eq!(cluster_of(&rows, &off).clusters.len(), 1, "without the rule the template merges all");
+    }
+}

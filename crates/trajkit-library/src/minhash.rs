@@ -1,0 +1,277 @@
+//! Word shingles, MinHash signatures and LSH banding: the near-duplicate machinery that
+//! task clusters (instructions) and near-duplicate trajectory groups (content) share.
+//! Every hash is XXH3-64 or a fixed-seed permutation of it, so signatures are the same
+//! on every machine, thread count and partition of a build.
+
+use std::collections::HashMap;
+
+use twox_hash::XxHash3_64;
+
+/// Words per shingle (consecutive lowercase alphanumeric words).
+pub const SHINGLE_WORDS: usize = 3;
+/// MinHash slots per signature.
+pub const PERMUTATIONS: usize = 128;
+/// LSH bands; `PERMUTATIONS / BANDS` rows each. 32 bands of 4 rows make a pair of
+/// Jaccard similarity 0.5 a candidate with probability 0.87, 0.7 with 0.9996.
+pub const BANDS: usize = 32;
+const ROWS: usize = PERMUTATIONS / BANDS;
+
+/// XXH3-64 of bytes, seed 0: the stable hash every signature starts from.
+pub fn hash64(bytes: &[u8]) -> u64 {
+    XxHash3_64::oneshot(bytes)
+}
+
+/// The sorted, deduplicated shingle hashes of `text`: lowercase runs of alphanumeric
+/// characters are the words; every `SHINGLE_WORDS` consecutive words (joined by one
+/// space) are hashed; a text of fewer words is one shingle; a text without words has none.
+pub fn shingles(text: &str) -> Vec<u64> {
+    let lower = text.to_lowercase();
+    let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let mut out: Vec<u64> = if words.len() <= SHINGLE_WORDS {
+        if words.is_empty() {
+            Vec::new()
+        } else {
+            vec![hash64(words.join(" ").as_bytes())]
+        }
+    } else {
+        words.windows(SHINGLE_WORDS).map(|w| hash64(w.join(" ").as_bytes())).collect()
+    };
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Exact Jaccard similarity of two sorted, deduplicated sets (1.0 for two empty sets).
+pub fn jaccard(a: &[u64], b: &[u64]) -> f64 {
+    if a.is_empty() && b.is_empty() {
+        return 1.0;
+    }
+    let (mut i, mut j, mut both) = (0, 0, 0usize);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                both += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    both as f64 / (a.len() + b.len() - both) as f64
+}
+
+/// A MinHash signature: per permutation, the least permuted shingle hash (high 32 bits).
+pub type Signature = Vec<u32>;
+
+/// The permutation of slot `i`: odd multiplier and addend from SplitMix64 of `i`.
+fn permutation(i: usize) -> (u64, u64) {
+    let mut z = (i as u64).wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let mut next = || {
+        z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut x = z;
+        x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        x ^ (x >> 31)
+    };
+    (next() | 1, next())
+}
+
+/// The MinHash signature of a shingle set (`u32::MAX` in every slot for an empty set).
+pub fn signature(shingles: &[u64]) -> Signature {
+    let mut sig = vec![u32::MAX; PERMUTATIONS];
+    for (i, slot) in sig.iter_mut().enumerate() {
+        let (a, b) = permutation(i);
+        for &s in shingles {
+            let v = (s.wrapping_mul(a).wrapping_add(b) >> 32) as u32;
+            if v < *slot {
+                *slot = v;
+            }
+        }
+    }
+    sig
+}
+
+/// The fraction of equal slots: the MinHash estimate of Jaccard similarity.
+pub fn estimate(a: &[u32], b: &[u32]) -> f64 {
+    if a.is_empty() || a.len() != b.len() {
+        return 0.0;
+    }
+    a.iter().zip(b).filter(|(x, y)| x == y).count() as f64 / a.len() as f64
+}
+
+/// Candidate pairs `(i, j)`, `i < j`, sorted: items whose signatures agree on every row of
+/// at least one band. `items` are `(id, signature)`; ids must be distinct.
+pub fn candidates(items: &[(u32, &[u32])]) -> Vec<(u32, u32)> {
+    let mut pairs = Vec::new();
+    for band in 0..BANDS {
+        let mut buckets: HashMap<u64, Vec<u32>> = HashMap::new();
+        for (id, sig) in items {
+            let Some(rows) = sig.get(band * ROWS..(band + 1) * ROWS) else { continue };
+            let bytes: Vec<u8> = rows.iter().flat_map(|r| r.to_le_bytes()).collect();
+            buckets.entry(hash64(&bytes)).or_default().push(*id);
+        }
+        for members in buckets.values().filter(|m| m.len() > 1) {
+            for (n, &x) in members.iter().enumerate() {
+                for &y in &members[n + 1..] {
+                    pairs.push((x.min(y), x.max(y)));
+                }
+            }
+        }
+    }
+    pairs.sort_unstable();
+    pairs.dedup();
+    pairs
+}
+
+/// Words per content shingle (trajectory content is longer and more repetitive than an instruction).
+pub const CONTENT_SHINGLE_WORDS: usize = 5;
+
+/// A one-permutation MinHash over a stream of text: each shingle of `CONTENT_SHINGLE_WORDS`
+/// words (runs of alphanumeric characters, case kept) is hashed once; its top 7 bits pick
+/// one of `PERMUTATIONS` bins, which keeps the least of its low 32 bits. One hash per
+/// shingle instead of one per slot: sketching costs about as much as reading the text.
+pub struct ContentSketch {
+    window: [u64; CONTENT_SHINGLE_WORDS],
+    words: usize,
+    bins: Vec<u32>,
+    filled: bool,
+}
+
+impl Default for ContentSketch {
+    fn default() -> Self {
+        ContentSketch {
+            window: [0; CONTENT_SHINGLE_WORDS],
+            words: 0,
+            bins: vec![u32::MAX; PERMUTATIONS],
+            filled: false,
+        }
+    }
+}
+
+impl ContentSketch {
+    /// Adds the words of `text` (the word window runs on across calls).
+    pub fn add_text(&mut self, text: &str) {
+        for word in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+            self.window[self.words % CONTENT_SHINGLE_WORDS] = hash64(word.as_bytes());
+            self.words += 1;
+            if self.words >= CONTENT_SHINGLE_WORDS {
+                self.add_shingle(self.combined(CONTENT_SHINGLE_WORDS));
+            }
+        }
+    }
+
+    /// The hash of the last `n` words, oldest first.
+    fn combined(&self, n: usize) -> u64 {
+        let mut x = 0u64;
+        for k in 0..n {
+            let h = self.window[(self.words + CONTENT_SHINGLE_WORDS - n + k) % CONTENT_SHINGLE_WORDS];
+            x = (x.rotate_left(23) ^ h).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+        x ^= x >> 31;
+        x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        x ^ (x >> 29)
+    }
+
+    fn add_shingle(&mut self, x: u64) {
+        let bin = (x >> 57) as usize % PERMUTATIONS;
+        if let Some(slot) = self.bins.get_mut(bin) {
+            *slot = (*slot).min(x as u32);
+        }
+        self.filled = true;
+    }
+
+    /// The signature, `None` for a text without words. A text shorter than a shingle is one
+    /// shingle; empty bins take the next filled bin's value plus their distance to it
+    /// (rotation densification), so sketches of short texts still compare.
+    pub fn finish(mut self) -> Option<Signature> {
+        if !self.filled && self.words > 0 {
+            self.add_shingle(self.combined(self.words));
+        }
+        if !self.filled {
+            return None;
+        }
+        let n = self.bins.len();
+        let mut out = self.bins.clone();
+        for (i, slot) in out.iter_mut().enumerate() {
+            if self.bins[i] != u32::MAX {
+                continue;
+            }
+            if let Some(d) = (1..n).find(|d| self.bins[(i + d) % n] != u32::MAX) {
+                *slot = self.bins[(i + d) % n].wrapping_add((d as u32).wrapping_mul(0x9E37_79B9));
+            }
+        }
+        Some(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shingles_ignore_case_punctuation_and_whitespace() {
+        assert_eq!(shingles("Fix the  bug, NOW!\n"), shingles("fix the bug now"));
+        assert_eq!(shingles("fix the bug now").len(), 2);
+        assert_eq!(shingles("two words").len(), 1);
+        assert!(shingles("  ... ").is_empty());
+        assert_eq!(shingles("a b c a b c a b c").len(), 3, "repeated shingles count once");
+    }
+
+    #[test]
+    fn jaccard_is_exact() {
+        assert_eq!(jaccard(&[1, 2, 3, 4], &[3, 4, 5, 6]), 2.0 / 6.0);
+        assert_eq!(jaccard(&[], &[]), 1.0);
+        assert_eq!(jaccard(&[1], &[]), 0.0);
+        let a = shingles("one two three four five six seven eight nine ten");
+        let b = shingles("one two three four five six seven eight nine ten eleven");
+        assert_eq!(jaccard(&a, &b), 8.0 / 9.0);
+    }
+
+    #[test]
+    fn signatures_are_stable_and_estimate_similarity() {
+        // Pinned: a change to the hash or the permutations changes every library's groups.
+        let sig = signature(&shingles("fix the bug now"));
+        assert_eq!(sig.len(), PERMUTATIONS);
+        assert_eq!(sig, signature(&shingles("FIX the bug; now")));
+        let words: Vec<String> = (0..200).map(|i| format!("w{i}")).collect();
+        let a = shingles(&words.join(" "));
+        let b = shingles(&words[..180].join(" "));
+        let exact = jaccard(&a, &b);
+        let est = estimate(&signature(&a), &signature(&b));
+        assert!((est - exact).abs() < 0.15, "estimate {est} exact {exact}");
+        assert_eq!(estimate(&signature(&a), &signature(&a)), 1.0);
+    }
+
+    #[test]
+    fn banding_finds_near_duplicates_and_not_strangers() {
+        let words: Vec<String> = (0..100).map(|i| format!("w{i}")).collect();
+        let other: Vec<String> = (0..100).map(|i| format!("x{i}")).collect();
+        let a = signature(&shingles(&words.join(" ")));
+        let b = signature(&shingles(&(words.join(" ") + " please be thorough")));
+        let c = signature(&shingles(&other.join(" ")));
+        let got = candidates(&[(7, &a), (3, &b), (5, &c)]);
+        assert_eq!(got, vec![(3, 7)]);
+    }
+
+    fn sketch(text: &str) -> Option<Signature> {
+        let mut s = ContentSketch::default();
+        s.add_text(text);
+        s.finish()
+    }
+
+    #[test]
+    fn content_sketches_estimate_similarity_of_long_texts() {
+        let words: Vec<String> = (0..2000).map(|i| format!("w{}", i % 1500)).collect();
+        let a = sketch(&words.join(" ")).expect("sketch");
+        let mut edited = words.clone();
+        edited[1000] = "changed".into();
+        let b = sketch(&edited.join(" ")).expect("sketch");
+        let est = estimate(&a, &b);
+        assert!(est > 0.9, "{est}");
+        let other: Vec<String> = (0..2000).map(|i| format!("x{i}")).collect();
+        assert!(estimate(&a, &sketch(&other.join(" ")).expect("sketch")) < 0.1);
+        assert_eq!(sketch("same words, same sketch"), sketch("same  words same sketch"));
+        assert!(sketch("two words").is_some() && sketch(" ... ").is_none());
+    }
+}

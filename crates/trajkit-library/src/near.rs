@@ -1,0 +1,176 @@
+//! Near-duplicate trajectory groups: within one task cluster, trajectories whose
+//! action/observation content is nearly the same (one-permutation MinHash over 5-word
+//! shingles, LSH banding, estimated similarity at least `--trajectory-similarity`).
+//! Beside the exact duplicate groups; sketched once per distinct interaction in the
+//! partial (map) phase, grouped in finalize. Rules: docs/library.md#near-duplicate-groups.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::Value;
+use trajkit_model::Trajectory;
+
+use crate::clusters::Clusters;
+use crate::minhash::{self, ContentSketch, Signature};
+use crate::row::Row;
+
+/// The content sketch of a run: the text of its own steps' content, tool calls (name and
+/// argument values) and tool results, in order; copied context left out.
+pub fn content_sketch(t: &Trajectory) -> Option<Signature> {
+    let mut s = ContentSketch::default();
+    for step in t.steps.iter().filter(|s| !s.copied_context) {
+        if let Some(c) = &step.content {
+            strings(c, &mut |x| s.add_text(x));
+        }
+        for call in &step.tool_calls {
+            s.add_text(&call.name);
+            strings(&call.arguments, &mut |x| s.add_text(x));
+        }
+        for r in &step.tool_results {
+            if let Some(c) = &r.content {
+                strings(c, &mut |x| s.add_text(x));
+            }
+        }
+    }
+    s.finish()
+}
+
+/// Every string value in `v`, depth first (object keys are format, not content).
+fn strings(v: &Value, f: &mut dyn FnMut(&str)) {
+    match v {
+        Value::String(s) => f(s),
+        Value::Array(a) => a.iter().for_each(|x| strings(x, f)),
+        Value::Object(o) => o.values().for_each(|x| strings(x, f)),
+        _ => {}
+    }
+}
+
+/// The `near-` group id of an interaction digest (16 hex digits, like `dup-`).
+pub fn group_id(interaction_digest: &str) -> String {
+    format!("near-{}", interaction_digest.get(..16).unwrap_or(interaction_digest))
+}
+
+/// Per distinct interaction: its task (split key, instruction digest) and sketch.
+#[derive(Default)]
+pub struct Collector {
+    items: HashMap<String, (String, String, Option<Signature>)>,
+}
+
+impl Collector {
+    /// Notes a trajectory's interaction (the first row of each names its task).
+    pub fn add(&mut self, row: &Row, sketch: Option<Signature>) {
+        let e = self
+            .items
+            .entry(row.interaction_digest.clone())
+            .or_insert_with(|| (row.split_key.clone(), row.instruction_digest.clone().unwrap_or_default(), None));
+        if e.2.is_none() {
+            e.2 = sketch;
+        }
+    }
+
+    /// Groups near-duplicate interactions within each task cluster: the members of groups
+    /// of at least two interactions, by digest, with their group and best similarity.
+    pub fn group(self, clusters: &Clusters, threshold: f64) -> Vec<Member> {
+        let cluster_of: HashMap<(&str, &str), &str> = clusters
+            .links
+            .iter()
+            .map(|l| ((l.split_key.as_str(), l.instruction_digest.as_str()), l.cluster.as_str()))
+            .collect();
+        let mut by_cluster: BTreeMap<&str, Vec<(&str, &Signature)>> = BTreeMap::new();
+        for (digest, (key, instruction, sig)) in &self.items {
+            if let (Some(c), Some(sig)) = (cluster_of.get(&(key.as_str(), instruction.as_str())), sig) {
+                by_cluster.entry(c).or_default().push((digest.as_str(), sig));
+            }
+        }
+        let mut out = Vec::new();
+        for members in by_cluster.values_mut().filter(|m| m.len() > 1) {
+            members.sort_by(|a, b| a.0.cmp(b.0));
+            out.extend(group_cluster(members, threshold));
+        }
+        out.sort_by(|a, b| a.interaction_digest.cmp(&b.interaction_digest));
+        out
+    }
+}
+
+/// A member of a near-duplicate group of two or more interactions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Member {
+    pub interaction_digest: String,
+    pub group: String,
+    /// The highest estimated similarity to another member, 4 decimals.
+    pub similarity: f64,
+}
+
+/// The groups of one cluster's interactions (sorted by digest).
+fn group_cluster(members: &[(&str, &Signature)], threshold: f64) -> Vec<Member> {
+    let refs: Vec<(u32, &[u32])> = members.iter().enumerate().map(|(i, (_, s))| (i as u32, s.as_slice())).collect();
+    let mut parent: Vec<usize> = (0..members.len()).collect();
+    let mut best = vec![0.0f64; members.len()];
+    fn find(p: &mut [usize], mut x: usize) -> usize {
+        while p[x] != x {
+            p[x] = p[p[x]];
+            x = p[x];
+        }
+        x
+    }
+    for (a, b) in minhash::candidates(&refs) {
+        let (a, b) = (a as usize, b as usize);
+        let s = minhash::estimate(members[a].1, members[b].1);
+        if s >= threshold {
+            best[a] = best[a].max(s);
+            best[b] = best[b].max(s);
+            let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
+            parent[ra.max(rb)] = ra.min(rb);
+        }
+    }
+    (0..members.len())
+        .filter(|&i| best[i] > 0.0)
+        .map(|i| {
+            let root = find(&mut parent, i);
+            Member {
+                interaction_digest: members[i].0.to_string(),
+                group: group_id(members[root].0),
+                similarity: (best[i] * 10_000.0).round() / 10_000.0,
+            }
+        })
+        .collect()
+}
+
+/// The near-duplicate tables, and each trajectory's group, size and similarity; run after
+/// `index::finalize` (exact duplicate group sizes and the interaction index exist).
+const APPLY: &str = "
+CREATE TABLE near_duplicate_members (interaction_digest TEXT PRIMARY KEY, near_duplicate_group TEXT NOT NULL,
+  similarity REAL NOT NULL) WITHOUT ROWID;
+";
+
+const FINISH: &str = "
+UPDATE trajectories SET near_duplicate_group_size = duplicate_group_size;
+UPDATE trajectories SET near_duplicate_group = m.near_duplicate_group, near_duplicate_similarity = m.similarity
+  FROM near_duplicate_members AS m WHERE m.interaction_digest = trajectories.interaction_digest;
+CREATE TABLE near_duplicate_groups (near_duplicate_group TEXT PRIMARY KEY, task_cluster TEXT,
+  interactions INTEGER NOT NULL, size INTEGER NOT NULL, trajectory_ids TEXT NOT NULL);
+INSERT INTO near_duplicate_groups
+  SELECT near_duplicate_group, min(task_cluster), count(DISTINCT interaction_digest), count(*), json_group_array(id)
+  FROM (SELECT near_duplicate_group, task_cluster, interaction_digest, id FROM trajectories
+        WHERE interaction_digest IN (SELECT interaction_digest FROM near_duplicate_members) ORDER BY ordinal)
+  GROUP BY near_duplicate_group ORDER BY near_duplicate_group;
+UPDATE trajectories SET near_duplicate_group_size = g.size
+  FROM near_duplicate_groups AS g WHERE g.near_duplicate_group = trajectories.near_duplicate_group;
+CREATE INDEX trajectories_near_duplicate_group ON trajectories (near_duplicate_group);
+";
+
+/// Writes the near-duplicate groups into the finalized index.
+pub fn write_index(
+    conn: &rusqlite::Connection,
+    path: &std::path::Path,
+    members: &[Member],
+) -> Result<(), crate::LibraryError> {
+    let sql = |source| crate::LibraryError::Sqlite { path: path.to_path_buf(), source };
+    conn.execute_batch("BEGIN").map_err(sql)?;
+    conn.execute_batch(APPLY).map_err(sql)?;
+    let mut st = conn.prepare("INSERT INTO near_duplicate_members VALUES (?1, ?2, ?3)").map_err(sql)?;
+    for m in members {
+        st.execute(rusqlite::params![m.interaction_digest, m.group, m.similarity]).map_err(sql)?;
+    }
+    conn.execute_batch(FINISH).map_err(sql)?;
+    conn.execute_batch("COMMIT").map_err(sql)
+}
