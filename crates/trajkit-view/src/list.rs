@@ -55,7 +55,8 @@ impl Interned {
 }
 
 /// A sort key as SQLite orders values: NULL, then numbers, then text (by byte order,
-/// held as the rank of the text among the column's texts).
+/// held as the rank of the text among the column's texts). The sort keys are typed
+/// columns that never hold a blob; one would sort as NULL.
 #[derive(Debug, Clone, Copy)]
 enum Key {
     Null,
@@ -232,13 +233,14 @@ impl ListIndex {
     /// The ordinals of the page `f` asks for, in its order, and how many rows match.
     pub fn page(&self, f: &Filters) -> (Vec<i64>, u64) {
         let p = self.predicate(f);
-        let first = (f.page - 1).saturating_mul(PAGE_SIZE);
+        let first = f.page.saturating_sub(1).saturating_mul(PAGE_SIZE);
+        let end = first.saturating_add(PAGE_SIZE);
         let mut page = Vec::new();
         let mut total = 0u64;
         let order = self.orders.get(2 * f.sort + usize::from(f.desc)).map_or(&[][..], Vec::as_slice);
         for &at in order {
             if self.matches(&p, at as usize) {
-                if total >= first && total < first + PAGE_SIZE {
+                if total >= first && total < end {
                     page.push(self.ordinals[at as usize]);
                 }
                 total += 1;
