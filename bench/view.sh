@@ -71,7 +71,8 @@ def report(name, times):
     p95 = times[min(len(times) - 1, int(len(times) * 0.95))]
     print(f"{name}: n={len(times)} p50={statistics.median(times):.0f} ms p95={p95:.0f} ms max={times[-1]:.0f} ms")
 rng = random.Random(7)
-_, page = get("/list")
+ms, page = get("/list")
+print(f"first list page (loads the list's filters and sort orders): {ms:.0f} ms")
 total = int(page.split('<p id="count">')[1].split(" ")[0])
 filters = ["", "outcome=success", "outcome=failure", "gap=any", "format=atif", "format=gym", "tier=2", "split=train"]
 sorts = ["", "sort=steps&order=desc", "sort=reward", "sort=tool_calls&order=desc", "sort=id"]

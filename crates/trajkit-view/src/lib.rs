@@ -5,6 +5,7 @@
 
 pub mod error;
 pub mod fts;
+pub mod list;
 pub mod pages;
 pub mod query;
 pub mod server;

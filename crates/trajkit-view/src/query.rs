@@ -1,20 +1,18 @@
-//! The list's filters and sorting as SQL on the index (parameters bound, columns from a
-//! closed set), the values the filters offer, and rows by id, ordinal or task.
+//! The list's filters and sorting as parsed from the URL (applied by `list.rs`), the
+//! values the filters offer, and rows by id, ordinal or task from the index.
 
-use rusqlite::types::Value as SqlValue;
-use rusqlite::{params_from_iter, Connection};
+use rusqlite::Connection;
 use trajkit_library::rows_out::{row_from_sql, ROW_COLUMNS};
 use trajkit_library::Row;
 
 use crate::error::ViewError;
+use crate::list::ListIndex;
 use crate::url::Query;
 
 /// Rows per list page.
 pub const PAGE_SIZE: u64 = 50;
 /// Highest page number accepted.
 pub const MAX_PAGE: u64 = 1_000_000;
-/// Values offered per filter (the rest can still be typed into the URL).
-const MAX_FACET_VALUES: usize = 500;
 
 /// Equality filters: (query parameter, column).
 pub const EQUAL_FILTERS: [(&str, &str); 9] = [
@@ -29,7 +27,7 @@ pub const EQUAL_FILTERS: [(&str, &str); 9] = [
     ("verification", "verification"),
 ];
 
-/// Sort keys: (query parameter value, SQL order expression).
+/// Sort keys: (query parameter value, SQL expression of the key, read once per build).
 pub const SORTS: [(&str, &str); 8] = [
     ("library", "ordinal"),
     ("steps", "steps"),
@@ -103,53 +101,21 @@ impl Filters {
         }
         out
     }
-
-    /// `WHERE ...` (or empty) and its bound values.
-    fn where_clause(&self) -> (String, Vec<SqlValue>) {
-        let mut conds = Vec::new();
-        let mut values = Vec::new();
-        for (param, value) in &self.equal {
-            if let Some((_, col)) = EQUAL_FILTERS.iter().find(|(p, _)| p == param) {
-                conds.push(format!("{col} = ?"));
-                values.push(SqlValue::Text(value.clone()));
-            }
-        }
-        if let Some(t) = self.min_tier {
-            conds.push("quality_tier >= ?".to_string());
-            values.push(SqlValue::Integer(i64::from(t)));
-        }
-        match self.gap.as_deref() {
-            None => {}
-            Some("any") => conds.push("gaps <> '{}'".to_string()),
-            Some(kind) => {
-                conds.push("EXISTS (SELECT 1 FROM json_each(trajectories.gaps) WHERE key = ?)".to_string());
-                values.push(SqlValue::Text(kind.to_string()));
-            }
-        }
-        let clause = if conds.is_empty() { String::new() } else { format!("WHERE {}", conds.join(" AND ")) };
-        (clause, values)
-    }
 }
 
-/// One page of the list and how many rows match.
-pub fn list(c: &Connection, path: &std::path::Path, f: &Filters) -> Result<(Vec<Row>, u64), ViewError> {
-    let sql = ViewError::sql(path);
-    let (clause, values) = f.where_clause();
-    let total: i64 = c
-        .query_row(&format!("SELECT count(*) FROM trajectories {clause}"), params_from_iter(values.iter()), |r| {
-            r.get(0)
-        })
-        .map_err(&sql)?;
-    let dir = if f.desc { "DESC" } else { "ASC" };
-    let order = SORTS[f.sort].1;
-    let offset = (f.page - 1).saturating_mul(PAGE_SIZE);
-    let query = format!(
-        "SELECT {ROW_COLUMNS} FROM trajectories {clause} ORDER BY {order} {dir}, ordinal LIMIT {PAGE_SIZE} OFFSET {offset}"
-    );
-    let mut st = c.prepare(&query).map_err(&sql)?;
-    let rows = st.query_map(params_from_iter(values.iter()), row_from_sql).map_err(&sql)?;
-    let rows = rows.collect::<Result<Vec<_>, _>>().map_err(&sql)?;
-    Ok((rows, total as u64))
+/// One page of the list (rows in order) and how many rows match.
+pub fn list(
+    c: &Connection,
+    path: &std::path::Path,
+    index: &ListIndex,
+    f: &Filters,
+) -> Result<(Vec<Row>, u64), ViewError> {
+    let (ordinals, total) = index.page(f);
+    let mut rows = Vec::with_capacity(ordinals.len());
+    for ordinal in ordinals {
+        rows.extend(row_by_ordinal(c, path, ordinal as u64)?);
+    }
+    Ok((rows, total))
 }
 
 /// The row with library id `id`.
@@ -196,24 +162,4 @@ pub struct Facets {
     pub values: Vec<(&'static str, Vec<String>)>,
     /// Gap kinds that occur.
     pub gap_kinds: Vec<String>,
-}
-
-/// Distinct values of the select-style filters and the gap kinds.
-pub fn facets(c: &Connection, path: &std::path::Path) -> Result<Facets, ViewError> {
-    let sql = ViewError::sql(path);
-    let mut values = Vec::new();
-    for (param, col) in EQUAL_FILTERS.iter().filter(|(p, _)| !matches!(*p, "task" | "dup")) {
-        let mut st = c
-            .prepare(&format!(
-                "SELECT DISTINCT {col} FROM trajectories WHERE {col} IS NOT NULL ORDER BY 1 LIMIT {MAX_FACET_VALUES}"
-            ))
-            .map_err(&sql)?;
-        let v = st.query_map([], |r| r.get(0)).map_err(&sql)?.collect::<Result<Vec<String>, _>>().map_err(&sql)?;
-        values.push((*param, v));
-    }
-    let mut st = c
-        .prepare("SELECT DISTINCT j.key FROM trajectories, json_each(trajectories.gaps) AS j ORDER BY 1")
-        .map_err(&sql)?;
-    let gap_kinds = st.query_map([], |r| r.get(0)).map_err(&sql)?.collect::<Result<Vec<String>, _>>().map_err(&sql)?;
-    Ok(Facets { values, gap_kinds })
 }

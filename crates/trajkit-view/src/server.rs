@@ -160,9 +160,9 @@ fn route(shared: &Shared, url: &str) -> Result<Page, ViewError> {
         "/" => Ok(html(200, "overview", overview(&g, &name)?, &name)),
         "/list" => {
             let f = Filters::parse(&q)?;
-            let (rows, total) = g.with_index(|c| query::list(c, g.index_path(), &f))?;
-            let facets = facets(&g)?;
-            Ok(html(200, "trajectories", &pages::list(&f, &facets, &rows, total), &name))
+            let index = g.list_index()?;
+            let (rows, total) = g.with_index(|c| query::list(c, g.index_path(), &index, &f))?;
+            Ok(html(200, "trajectories", &pages::list(&f, index.facets(), &rows, total), &name))
         }
         "/search" => search(shared, &g, &q, &name),
         "/trajectory" => {
@@ -215,15 +215,6 @@ fn overview<'g>(g: &'g Generation, name: &str) -> Result<&'g Html, ViewError> {
         summary.add(&row?);
     }
     Ok(g.overview.get_or_init(|| pages::overview(&summary, name)))
-}
-
-fn facets(g: &Generation) -> Result<query::Facets, ViewError> {
-    if let Some(f) = g.facets.get() {
-        return Ok(f.clone());
-    }
-    let f = g.with_index(|c| query::facets(c, g.index_path()))?;
-    let _ = g.facets.set(f.clone());
-    Ok(f)
 }
 
 fn search(shared: &Shared, g: &Generation, q: &Query, name: &str) -> Result<Page, ViewError> {

@@ -14,7 +14,7 @@ use trajkit_model::Trajectory;
 
 use crate::error::ViewError;
 use crate::fts::{Fts, SearchIndex};
-use crate::query::Facets;
+use crate::list::ListIndex;
 
 /// What is shown is passed through this first (`--redact`).
 pub type Redact = Arc<dyn Fn(&mut Trajectory) + Send + Sync>;
@@ -59,8 +59,8 @@ pub struct Generation {
     pool: Mutex<Vec<Connection>>,
     /// The overview's summary and charts (rendered once per generation).
     pub overview: OnceLock<trajkit_export::gallery::html::Html>,
-    /// Distinct values offered by the list's filters.
-    pub facets: OnceLock<Facets>,
+    /// The list's filters and sort orders (loaded on the first list page).
+    list: Mutex<Option<Arc<ListIndex>>>,
 }
 
 impl Generation {
@@ -79,7 +79,7 @@ impl Generation {
             index_path,
             pool: Mutex::new(Vec::new()),
             overview: OnceLock::new(),
-            facets: OnceLock::new(),
+            list: Mutex::new(None),
         })
     }
 
@@ -95,6 +95,17 @@ impl Generation {
             pool.push(conn);
         }
         result
+    }
+
+    /// The list's filters and orders of this build, loaded once (other requests for it wait).
+    pub fn list_index(&self) -> Result<Arc<ListIndex>, ViewError> {
+        let mut list = self.list.lock().map_err(|_| ViewError::Changing("list lock poisoned".into()))?;
+        if let Some(index) = list.as_ref() {
+            return Ok(index.clone());
+        }
+        let index = Arc::new(self.with_index(|c| ListIndex::load(c, &self.index_path))?);
+        *list = Some(index.clone());
+        Ok(index)
     }
 
     /// The index file (for error messages).
