@@ -16,7 +16,7 @@ use std::ops::Range;
 use serde_json::{Map, Value};
 use trajkit_model::{
     canonical::sha256_hex, Agent, Extra, Gap, GapKind, Metrics, Outcome, Provenance, Role, Status, Step, Task,
-    TaskKeySource, ToolCall, ToolResult, Trajectory, Verification, SCHEMA_VERSION,
+    TaskKeySource, ToolCall, ToolResult, Trajectory, Verification,
 };
 
 use crate::input::InputFile;
@@ -450,36 +450,24 @@ fn map_sample(
         };
         extra.insert(name, v);
     }
+    let task = Task {
+        environment: task_name,
+        id: Some(sample_id),
+        instruction,
+        key,
+        key_source: TaskKeySource::Explicit,
+        ..Task::default()
+    };
+    let provenance = Provenance { format_version, ..raw.provenance("inspect", file) };
     Ok(Trajectory {
         agent: Agent { model, name: Some("inspect_ai".into()), version },
-        content_digest: String::new(),
         extra,
         gaps,
-        id,
         metrics,
         outcome,
-        provenance: Provenance {
-            document_index: raw.document_index,
-            format: "inspect".into(),
-            format_version,
-            line: raw.line,
-            path: file.display.clone(),
-            sha256: raw.sha256.to_string(),
-        },
-        schema_version: SCHEMA_VERSION.into(),
-        state: None,
         session_id,
         steps,
-        subagents: Vec::new(),
-        task: Task {
-            environment_version: None,
-            environment: task_name,
-            id: Some(sample_id),
-            instruction,
-            key,
-            key_source: TaskKeySource::Explicit,
-        },
-        tools: None,
+        ..Trajectory::new(id, provenance, task)
     })
 }
 

@@ -5,6 +5,8 @@ use std::ops::Range;
 use serde_json::{Map, Value};
 use trajkit_model::Extra;
 
+use crate::rejection::{parse_record, Problem, Reason};
+
 /// Removes `key` and returns it when it is a non-null value (a `null` stays in the map,
 /// so it ends up in `extra` and missing vs null stays visible).
 pub fn take(map: &mut Map<String, Value>, key: &str) -> Option<Value> {
@@ -30,6 +32,19 @@ pub fn take_nonempty_str(map: &mut Map<String, Value>, key: &str) -> Option<Stri
     match map.get(key) {
         Some(Value::String(s)) if !s.is_empty() => take_str(map, key),
         _ => None,
+    }
+}
+
+/// Removes a call's `arguments`: a JSON string parsed (kept verbatim, and `true` for
+/// `arguments_invalid`, when it is not JSON), any other value as it is, absent `{}`.
+pub fn take_arguments(map: &mut Map<String, Value>) -> (Value, bool) {
+    match map.remove("arguments") {
+        Some(Value::String(s)) => match serde_json::from_str::<Value>(&s) {
+            Ok(v) => (v, false),
+            Err(_) => (Value::String(s), true),
+        },
+        Some(other) => (other, false),
+        None => (Value::Object(Map::new()), false),
     }
 }
 
@@ -153,6 +168,26 @@ pub fn value_end(bytes: &[u8], start: usize, closer: u8) -> Option<(usize, u8)> 
 /// JSON path of an array element: `$.steps[3]`.
 pub fn idx(path: &str, i: usize) -> String {
     format!("{path}[{i}]")
+}
+
+/// Parses a record that must be one JSON object; a whole array (a document that was not
+/// split into its elements) is rejected with that said.
+pub(crate) fn record_object(bytes: &[u8]) -> Result<Map<String, Value>, Problem> {
+    match parse_record(bytes)? {
+        Value::Object(m) => Ok(m),
+        Value::Array(a) => Err(Problem::new(
+            Reason::SchemaViolation,
+            "$",
+            format!("a JSON array of {} records where one record object was expected", a.len()),
+        )),
+        _ => Err(Problem::new(Reason::SchemaViolation, "$", "a record must be a JSON object")),
+    }
+}
+
+/// True when the first non-blank byte opens a JSON array.
+pub(crate) fn is_array_document(bytes: &[u8]) -> bool {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')
 }
 
 #[cfg(test)]
