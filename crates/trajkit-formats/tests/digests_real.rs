@@ -162,3 +162,29 @@ fn the_diff_names_missing_and_new_rows() {
     let reordered: Vec<String> = ["c", "a", "b", "b"].map(String::from).to_vec();
     assert!(diff(&pinned, &reordered, 10).ends_with("(same rows in another order)\n"));
 }
+
+/// Per-file figures and rejections of `root` read with `opts` (records discarded).
+fn figures(root: &str, opts: &Options) -> (Vec<trajkit_formats::FileReport>, Vec<String>) {
+    let (files, _) = discover(&[PathBuf::from(root)]);
+    let mut pin = Pin { root, rows: Vec::new() };
+    struct Rejections<'p, 'a>(&'p mut Pin<'a>);
+    impl Sink for Rejections<'_, '_> {
+        fn trajectory(&mut self, _: &InputFile, _: Option<&Trajectory>, _: Option<&[u8]>) {}
+        fn rejection(&mut self, r: &Rejection) {
+            self.0.rejection(r);
+        }
+    }
+    let reports = read_inputs(files, opts, &mut Rejections(&mut pin)).expect("read");
+    (reports, pin.rows)
+}
+
+#[test]
+fn inspect_and_validate_count_the_same_without_sealing_records() {
+    // `inspect` and `validate` keep no record, so the driver neither serializes nor hashes
+    // it a second time; every figure and rejection must be what `convert` sees.
+    for root in ["../../tests/fixtures/real", "../../examples/corpus"] {
+        let unsealed = figures(root, &Options::default());
+        let sealed = figures(root, &Options { canonical: true, records: true, ..Options::default() });
+        assert!(unsealed == sealed, "figures of {root} differ when records are not sealed");
+    }
+}
