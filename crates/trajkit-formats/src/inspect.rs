@@ -222,37 +222,12 @@ fn skip_ws(bytes: &[u8], mut i: usize) -> usize {
 
 /// Index just past the string that starts at `start` (a `"`).
 fn string_end(bytes: &[u8], start: usize) -> Option<usize> {
-    let mut escaped = false;
-    for (i, &b) in bytes.iter().enumerate().skip(start + 1) {
-        match b {
-            _ if escaped => escaped = false,
-            b'\\' => escaped = true,
-            b'"' => return Some(i + 1),
-            _ => {}
-        }
-    }
-    None
+    crate::json::string_close(bytes, start).map(|i| i + 1)
 }
 
 /// Scans a member value from `start`: the index of the `,` or `}` that ends it at depth 0.
 fn value_end(bytes: &[u8], start: usize) -> Option<usize> {
-    let mut depth = 0usize;
-    let mut i = start;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'"' => {
-                i = string_end(bytes, i)?;
-                continue;
-            }
-            b'[' | b'{' => depth += 1,
-            b']' | b'}' if depth > 0 => depth -= 1,
-            b',' | b'}' if depth == 0 => return Some(i),
-            b']' => return None,
-            _ => {}
-        }
-        i += 1;
-    }
-    None
+    crate::json::value_end(bytes, start, b'}').map(|(i, _)| i)
 }
 
 /// Keys and value ranges of a top-level object's members, in order, and whether the

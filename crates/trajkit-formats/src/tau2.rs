@@ -172,16 +172,7 @@ pub(crate) fn object_members(bytes: &[u8]) -> Option<Vec<Member>> {
 
 /// Index of the quote closing the string that opens at `start`.
 fn string_end(bytes: &[u8], start: usize) -> Option<usize> {
-    let mut escaped = false;
-    for (i, &b) in bytes.iter().enumerate().skip(start + 1) {
-        match b {
-            _ if escaped => escaped = false,
-            b'\\' => escaped = true,
-            b'"' => return Some(i),
-            _ => {}
-        }
-    }
-    None
+    crate::json::string_close(bytes, start)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
