@@ -10,18 +10,17 @@ use std::ops::Range;
 
 use serde_json::{Map, Value};
 use trajkit_model::{
-    canonical::instruction_task_key, Agent, Authorship, Extra, Outcome, Role, Status, Step, Task, TaskKeySource,
-    ToolCall, ToolResult, Trajectory, Verification, SCHEMA_VERSION,
+    canonical::instruction_task_key, Authorship, Extra, Outcome, Provenance, Role, Status, Step, Task, TaskKeySource,
+    ToolCall, ToolResult, Trajectory, Verification,
 };
 
 use crate::chat::first_instruction;
 use crate::input::InputFile;
 use crate::json::{idx, into_extra, take, take_str};
+use crate::json::{is_array_document, record_object};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{Problem, Reason};
-use crate::swe_smith::{
-    is_array_document, observation_step, provenance, record_object, standard_gaps, strip_adp_counter, xml_calls,
-};
+use crate::swe::{observation_step, standard_gaps, strip_adp_counter, xml_calls};
 
 /// Family name.
 const FAMILY: &str = "adp";
@@ -95,24 +94,16 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     let gaps = standard_gaps(&steps);
     let session_id = take_str(&mut row, "id");
     let task = task(session_id.as_deref(), &steps, raw.sha256);
-    let mut prov = provenance(FAMILY, raw, file);
-    prov.format_version = take_str(&mut row, "schema_version");
+    let provenance =
+        Provenance { format_version: take_str(&mut row, "schema_version"), ..raw.provenance(FAMILY, file) };
     Ok(Trajectory {
-        agent: Agent::default(),
-        content_digest: String::new(),
         extra: into_extra(row),
         gaps,
-        id: format!("{FAMILY}-{}", &raw.sha256[..16]),
-        metrics: None,
         outcome,
-        provenance: prov,
-        schema_version: SCHEMA_VERSION.into(),
-        state: None,
         session_id,
         steps,
-        subagents: Vec::new(),
-        task,
         tools,
+        ..Trajectory::new(raw.id(FAMILY), provenance, task)
     })
 }
 

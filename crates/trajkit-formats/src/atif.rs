@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 use trajkit_model::canonical::{instruction_task_key, sha256_hex};
 use trajkit_model::{
-    Agent, Extra, Gap, GapKind, Metrics, Outcome, Provenance, Role, Step, Subagent, Task, TaskKeySource, ToolCall,
-    ToolResult, Trajectory,
+    Agent, Extra, Gap, GapKind, Metrics, Provenance, Role, Step, Subagent, Task, TaskKeySource, ToolCall, ToolResult,
+    Trajectory,
 };
 
 use crate::input::{self, InputFile};
@@ -1248,29 +1248,22 @@ impl Loader<'_> {
         let short = src.sha.get(..16).unwrap_or(&src.sha).to_string();
         let id = trajectory_id.clone().unwrap_or_else(|| format!("atif-{short}"));
         let task = task_of(&steps, &short);
+        let provenance = Provenance {
+            document_index: src.document_index,
+            format_version,
+            line: src.line,
+            ..Provenance::new("atif", src.display, src.sha)
+        };
         Trajectory {
             agent,
-            content_digest: String::new(),
             extra,
             gaps,
-            id,
             metrics,
-            outcome: Outcome::default(),
-            provenance: Provenance {
-                document_index: src.document_index,
-                format: "atif".into(),
-                format_version,
-                line: src.line,
-                path: src.display,
-                sha256: src.sha,
-            },
-            schema_version: trajkit_model::SCHEMA_VERSION.into(),
-            state: None,
             session_id,
             steps,
             subagents,
-            task,
             tools,
+            ..Trajectory::new(id, provenance, task)
         }
     }
 

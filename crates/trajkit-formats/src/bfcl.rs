@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 use trajkit_model::{
-    Agent, Extra, Gap, GapKind, Metrics, Outcome, Provenance, Role, Step, Task, TaskKeySource, ToolCall, ToolResult,
-    Trajectory, Verification, SCHEMA_VERSION,
+    Agent, Extra, Gap, GapKind, Metrics, Outcome, Role, Step, Task, TaskKeySource, ToolCall, ToolResult, Trajectory,
+    Verification,
 };
 
 use crate::input::InputFile;
@@ -186,27 +186,11 @@ fn result_row(mut row: Map<String, Value>, raw: &RawRecord, file: &InputFile) ->
     };
     Ok(Trajectory {
         agent: Agent { model: model_of(&file.fs_path), name: None, version: None },
-        content_digest: String::new(),
         extra: into_extra(row),
         gaps,
-        id: format!("bfcl-{}", &raw.sha256[..16]),
-        metrics: None,
         outcome: Outcome { verification: Verification::Unverified, ..Default::default() },
-        provenance: Provenance {
-            document_index: raw.document_index,
-            format: FAMILY.into(),
-            format_version: None,
-            line: raw.line,
-            path: file.display.clone(),
-            sha256: raw.sha256.to_string(),
-        },
-        schema_version: SCHEMA_VERSION.into(),
-        state: None,
-        session_id: None,
         steps,
-        subagents: Vec::new(),
-        task,
-        tools: None,
+        ..raw.trajectory(FAMILY, file, task)
     })
 }
 

@@ -13,14 +13,15 @@ use std::ops::Range;
 use serde_json::{Map, Value};
 use trajkit_model::{
     canonical::instruction_task_key, Agent, Authorship, Extra, Outcome, Role, Status, Step, Task, TaskKeySource,
-    ToolCall, ToolResult, Trajectory, Verification, SCHEMA_VERSION,
+    ToolCall, ToolResult, Trajectory, Verification,
 };
 
 use crate::input::InputFile;
 use crate::json::{content_text, idx, into_extra, take, take_f64, take_nonempty_str, take_str};
+use crate::json::{is_array_document, record_object};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{Problem, Reason};
-use crate::swe_smith::{chat_step, is_array_document, provenance, record_object, standard_gaps};
+use crate::swe::{chat_step, standard_gaps};
 
 /// Family name of OpenAI / TRL conversational rows.
 pub const OPENAI_MESSAGES: &str = "openai-messages";
@@ -269,14 +270,7 @@ fn json_calls(text: &str, step: usize) -> Vec<ToolCall> {
     for item in items {
         let Value::Object(mut item) = item else { return Vec::new() };
         let Some(name) = take_str(&mut item, "name") else { return Vec::new() };
-        let (arguments, invalid) = match item.remove("arguments") {
-            Some(Value::String(s)) => match serde_json::from_str::<Value>(&s) {
-                Ok(v) => (v, false),
-                Err(_) => (Value::String(s), true),
-            },
-            Some(v) => (v, false),
-            None => (Value::Object(Map::new()), false),
-        };
+        let (arguments, invalid) = crate::json::take_arguments(&mut item);
         let id = take_str(&mut item, "id").unwrap_or_else(|| sharegpt_call_id(step, calls.len()));
         calls.push(ToolCall {
             arguments,
@@ -370,20 +364,12 @@ fn finish(
     let task = chat_task(family, &mut row, &steps, raw.sha256);
     Ok(Trajectory {
         agent: Agent { model, name: None, version: None },
-        content_digest: String::new(),
         extra: into_extra(row),
         gaps,
-        id: format!("{family}-{}", &raw.sha256[..16]),
-        metrics: None,
         outcome,
-        provenance: provenance(family, raw, file),
-        schema_version: SCHEMA_VERSION.into(),
-        state: None,
-        session_id: None,
         steps,
-        subagents: Vec::new(),
-        task,
         tools,
+        ..raw.trajectory(family, file, task)
     })
 }
 

@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 use trajkit_model::{
     canonical::{instruction_task_key, sha256_hex},
-    Agent, Authorship, Extra, Gap, GapKind, Metrics, Outcome, Provenance, Role, Step, Subagent, Task, TaskKeySource,
-    ToolCall, ToolResult, Trajectory, SCHEMA_VERSION,
+    Agent, Authorship, Extra, Gap, GapKind, Metrics, Provenance, Role, Step, Subagent, Task, TaskKeySource, ToolCall,
+    ToolResult, Trajectory,
 };
 
 use crate::input::{self, InputFile};
@@ -815,40 +815,23 @@ fn trajectory(lines: Vec<&Line>, id: String, provenance: Provenance, sha: &str) 
     let task = task_of(&built.steps, sha);
     let t = Trajectory {
         agent: Agent { model: built.model, name: Some(FAMILY.into()), version },
-        content_digest: String::new(),
         extra,
         gaps: built.gaps,
-        id,
-        metrics: None,
-        outcome: Outcome::default(),
-        provenance,
-        schema_version: SCHEMA_VERSION.into(),
-        state: None,
         session_id,
         steps: built.steps,
-        subagents: Vec::new(),
-        task,
-        tools: None,
+        ..Trajectory::new(id, provenance, task)
     };
     (t, built.links)
 }
 
 fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     let lines = parse_lines(raw.bytes)?;
-    let provenance = |path: String, sha: &str| Provenance {
-        document_index: None,
-        format: FAMILY.into(),
-        format_version: None,
-        line: None,
-        path,
-        sha256: sha.to_string(),
-    };
     // A file of sidechain lines only is a subagent transcript read on its own.
     let all_side = lines.iter().filter(|l| is_message(l)).all(is_sidechain);
     let (main, side): (Vec<&Line>, Vec<&Line>) = lines.iter().partition(|l| all_side || !is_sidechain(l));
-    let prov = Provenance { document_index: raw.document_index, ..provenance(file.display.clone(), raw.sha256) };
-    let id = format!("claude-code-{}", &raw.sha256[..16]);
-    let (mut t, links) = trajectory(main, id, prov, raw.sha256);
+    // A session is one document: its lines are events, never records of their own.
+    let prov = Provenance { line: None, ..raw.provenance(FAMILY, file) };
+    let (mut t, links) = trajectory(main, raw.id(FAMILY), prov, raw.sha256);
 
     let mut subagents: Vec<(Option<String>, Option<String>, Trajectory)> = Vec::new();
     // Sidechains written into the session file itself.
@@ -879,7 +862,12 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
                     .find(|l| line_type(l) == "user")
                     .and_then(|l| message_content(l))
                     .and_then(content_text);
-                let (sub, _) = trajectory(refs, format!("claude-code-{}", &sha[..16]), provenance(display, &sha), &sha);
+                let (sub, _) = trajectory(
+                    refs,
+                    format!("claude-code-{}", &sha[..16]),
+                    Provenance::new(FAMILY, display, sha.as_str()),
+                    &sha,
+                );
                 subagents.push((agent, prompt, sub));
             }
             Err(e) => t.gaps.push(Gap::at(GapKind::UnresolvedSubagentRef, None, format!("{display}: {e}"))),

@@ -9,8 +9,8 @@
 
 use serde_json::{Map, Value};
 use trajkit_model::{
-    canonical::instruction_task_key, Agent, Authorship, Extra, Gap, GapKind, Metrics, Outcome, Provenance, Role, Step,
-    Task, TaskKeySource, ToolCall, ToolResult, Trajectory, SCHEMA_VERSION,
+    canonical::instruction_task_key, Agent, Authorship, Extra, Gap, GapKind, Metrics, Provenance, Role, Step, Task,
+    TaskKeySource, ToolCall, ToolResult, Trajectory,
 };
 
 use crate::claude_code::parse_lines;
@@ -193,14 +193,7 @@ impl Builder {
                 });
                 let id = take_str(&mut item, "call_id");
                 let (arguments, invalid) = match kind.as_str() {
-                    "function_call" => match item.remove("arguments") {
-                        Some(Value::String(s)) => match serde_json::from_str::<Value>(&s) {
-                            Ok(v) => (v, false),
-                            Err(_) => (Value::String(s), true),
-                        },
-                        Some(other) => (other, false),
-                        None => (Value::Object(Map::new()), false),
-                    },
+                    "function_call" => crate::json::take_arguments(&mut item),
                     "custom_tool_call" => (item.remove("input").unwrap_or(Value::Null), false),
                     _ => (item.remove("action").or_else(|| item.remove("arguments")).unwrap_or(Value::Null), false),
                 };
@@ -508,28 +501,16 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
         Some(text) => (instruction_task_key(text, None), TaskKeySource::InstructionHash),
         None => (format!("r:{}", &raw.sha256[..16]), TaskKeySource::RecordHash),
     };
+    let task = Task { instruction, key, key_source, ..Task::default() };
+    // A session is one document: its lines are events, never records of their own.
+    let provenance = Provenance { line: None, ..raw.provenance(FAMILY, file) };
     Ok(Trajectory {
         agent: Agent { model: b.model, name: Some(FAMILY.into()), version },
-        content_digest: String::new(),
         extra,
         gaps,
-        id: format!("codex-{}", &raw.sha256[..16]),
         metrics: totals,
-        outcome: Outcome::default(),
-        provenance: Provenance {
-            document_index: raw.document_index,
-            format: FAMILY.into(),
-            format_version: None,
-            line: None,
-            path: file.display.clone(),
-            sha256: raw.sha256.to_string(),
-        },
-        schema_version: SCHEMA_VERSION.into(),
-        state: None,
         session_id,
         steps,
-        subagents: Vec::new(),
-        task: Task { environment: None, environment_version: None, id: None, instruction, key, key_source },
-        tools: None,
+        ..Trajectory::new(raw.id(FAMILY), provenance, task)
     })
 }

@@ -6,8 +6,8 @@
 
 use serde_json::{Map, Value};
 use trajkit_model::{
-    canonical::instruction_task_key, Agent, Authorship, Extra, Gap, GapKind, Metrics, Outcome, Provenance, Role, Step,
-    Task, TaskKeySource, ToolCall, ToolResult, Trajectory, Verification, SCHEMA_VERSION,
+    canonical::instruction_task_key, Agent, Authorship, Extra, Gap, GapKind, Metrics, Outcome, Role, Step, Task,
+    TaskKeySource, ToolCall, ToolResult, Trajectory, Verification,
 };
 
 use crate::input::InputFile;
@@ -166,27 +166,13 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Option<String>
     }
     let t = Trajectory {
         agent: Agent { model, name: agent_name, version: None },
-        content_digest: String::new(),
         extra,
         gaps,
-        id: format!("gym-{}", &raw.sha256[..16]),
         metrics,
         outcome,
-        provenance: Provenance {
-            document_index: raw.document_index,
-            format: "gym".into(),
-            format_version: None,
-            line: raw.line,
-            path: file.display.clone(),
-            sha256: raw.sha256.to_string(),
-        },
-        schema_version: SCHEMA_VERSION.into(),
-        state: None,
-        session_id: None,
         steps,
-        subagents: Vec::new(),
-        task,
         tools,
+        ..raw.trajectory("gym", file, task)
     };
     Ok((t, rollout_key))
 }
@@ -435,14 +421,7 @@ fn tool_call(mut item: Map<String, Value>, path: &str) -> Result<ToolCall, Probl
     let name = take_str(&mut item, "name")
         .ok_or_else(|| Problem::new(Reason::SchemaViolation, format!("{path}.name"), "function_call without name"))?;
     let id = take_str(&mut item, "call_id");
-    let (arguments, invalid) = match item.remove("arguments") {
-        Some(Value::String(s)) => match serde_json::from_str::<Value>(&s) {
-            Ok(v) => (v, false),
-            Err(_) => (Value::String(s), true),
-        },
-        Some(other) => (other, false),
-        None => (Value::Object(Map::new()), false),
-    };
+    let (arguments, invalid) = crate::json::take_arguments(&mut item);
     Ok(ToolCall { arguments, arguments_invalid: invalid, extra: into_extra(item), id, name, text_embedded: false })
 }
 

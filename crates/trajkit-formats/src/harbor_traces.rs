@@ -8,8 +8,8 @@
 use serde_json::{Map, Value};
 use trajkit_model::canonical::instruction_task_key;
 use trajkit_model::{
-    Agent, Authorship, Extra, Gap, GapKind, Outcome, Provenance, Role, Step, Task, TaskKeySource, ToolCall, Trajectory,
-    Verification, SCHEMA_VERSION,
+    Agent, Authorship, Extra, Gap, GapKind, Outcome, Role, Step, Task, TaskKeySource, ToolCall, Trajectory,
+    Verification,
 };
 
 use crate::harbor_trial::status_of;
@@ -158,32 +158,8 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Option<String>
     };
     let outcome = outcome(&mut row);
     let task = task(&mut row, &steps, raw.sha256);
-    let short = raw.sha256.get(..16).unwrap_or(raw.sha256);
     let extra: Extra = row;
-    let t = Trajectory {
-        agent,
-        content_digest: String::new(),
-        extra,
-        gaps,
-        id: format!("harbor-traces-{short}"),
-        metrics: None,
-        outcome,
-        provenance: Provenance {
-            document_index: raw.document_index,
-            format: "harbor-traces".into(),
-            format_version: None,
-            line: raw.line,
-            path: file.display.clone(),
-            sha256: raw.sha256.to_string(),
-        },
-        schema_version: SCHEMA_VERSION.into(),
-        state: None,
-        session_id: None,
-        steps,
-        subagents: Vec::new(),
-        task,
-        tools,
-    };
+    let t = Trajectory { agent, extra, gaps, outcome, steps, tools, ..raw.trajectory("harbor-traces", file, task) };
     Ok((t, rollout_key))
 }
 

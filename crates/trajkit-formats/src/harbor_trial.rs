@@ -12,8 +12,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 use trajkit_model::canonical::sha256_hex;
 use trajkit_model::{
-    Agent, Extra, Gap, GapKind, Metrics, Outcome, Provenance, Status, Task, TaskKeySource, Trajectory, Verification,
-    SCHEMA_VERSION,
+    Agent, Extra, Gap, GapKind, Metrics, Outcome, Status, Task, TaskKeySource, Trajectory, Verification,
 };
 
 use crate::atif::AtifReader;
@@ -350,30 +349,17 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Vec<PathBuf>),
         key: format!("harbor/{task_name}"),
         key_source: TaskKeySource::Explicit,
     };
-    let short = raw.sha256.get(..16).unwrap_or(raw.sha256);
     let t = Trajectory {
         agent,
-        content_digest: String::new(),
         extra,
         gaps,
-        id: format!("harbor-trial-{short}"),
         metrics,
         outcome,
-        provenance: Provenance {
-            document_index: raw.document_index,
-            format: "harbor-trial".into(),
-            format_version: None,
-            line: raw.line,
-            path: file.display.clone(),
-            sha256: raw.sha256.to_string(),
-        },
-        schema_version: SCHEMA_VERSION.into(),
-        state: None,
         session_id,
         steps,
         subagents,
-        task,
         tools,
+        ..raw.trajectory("harbor-trial", file, task)
     };
     Ok((t, loaded.consumed))
 }

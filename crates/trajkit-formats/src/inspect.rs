@@ -16,7 +16,7 @@ use std::ops::Range;
 use serde_json::{Map, Value};
 use trajkit_model::{
     canonical::sha256_hex, Agent, Extra, Gap, GapKind, Metrics, Outcome, Provenance, Role, Status, Step, Task,
-    TaskKeySource, ToolCall, ToolResult, Trajectory, Verification, SCHEMA_VERSION,
+    TaskKeySource, ToolCall, ToolResult, Trajectory, Verification,
 };
 
 use crate::input::InputFile;
@@ -222,37 +222,12 @@ fn skip_ws(bytes: &[u8], mut i: usize) -> usize {
 
 /// Index just past the string that starts at `start` (a `"`).
 fn string_end(bytes: &[u8], start: usize) -> Option<usize> {
-    let mut escaped = false;
-    for (i, &b) in bytes.iter().enumerate().skip(start + 1) {
-        match b {
-            _ if escaped => escaped = false,
-            b'\\' => escaped = true,
-            b'"' => return Some(i + 1),
-            _ => {}
-        }
-    }
-    None
+    crate::json::string_close(bytes, start).map(|i| i + 1)
 }
 
 /// Scans a member value from `start`: the index of the `,` or `}` that ends it at depth 0.
 fn value_end(bytes: &[u8], start: usize) -> Option<usize> {
-    let mut depth = 0usize;
-    let mut i = start;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'"' => {
-                i = string_end(bytes, i)?;
-                continue;
-            }
-            b'[' | b'{' => depth += 1,
-            b']' | b'}' if depth > 0 => depth -= 1,
-            b',' | b'}' if depth == 0 => return Some(i),
-            b']' => return None,
-            _ => {}
-        }
-        i += 1;
-    }
-    None
+    crate::json::value_end(bytes, start, b'}').map(|(i, _)| i)
 }
 
 /// Keys and value ranges of a top-level object's members, in order, and whether the
@@ -450,36 +425,24 @@ fn map_sample(
         };
         extra.insert(name, v);
     }
+    let task = Task {
+        environment: task_name,
+        id: Some(sample_id),
+        instruction,
+        key,
+        key_source: TaskKeySource::Explicit,
+        ..Task::default()
+    };
+    let provenance = Provenance { format_version, ..raw.provenance("inspect", file) };
     Ok(Trajectory {
         agent: Agent { model, name: Some("inspect_ai".into()), version },
-        content_digest: String::new(),
         extra,
         gaps,
-        id,
         metrics,
         outcome,
-        provenance: Provenance {
-            document_index: raw.document_index,
-            format: "inspect".into(),
-            format_version,
-            line: raw.line,
-            path: file.display.clone(),
-            sha256: raw.sha256.to_string(),
-        },
-        schema_version: SCHEMA_VERSION.into(),
-        state: None,
         session_id,
         steps,
-        subagents: Vec::new(),
-        task: Task {
-            environment_version: None,
-            environment: task_name,
-            id: Some(sample_id),
-            instruction,
-            key,
-            key_source: TaskKeySource::Explicit,
-        },
-        tools: None,
+        ..Trajectory::new(id, provenance, task)
     })
 }
 

@@ -5,6 +5,8 @@ use std::ops::Range;
 use serde_json::{Map, Value};
 use trajkit_model::Extra;
 
+use crate::rejection::{parse_record, Problem, Reason};
+
 /// Removes `key` and returns it when it is a non-null value (a `null` stays in the map,
 /// so it ends up in `extra` and missing vs null stays visible).
 pub fn take(map: &mut Map<String, Value>, key: &str) -> Option<Value> {
@@ -30,6 +32,19 @@ pub fn take_nonempty_str(map: &mut Map<String, Value>, key: &str) -> Option<Stri
     match map.get(key) {
         Some(Value::String(s)) if !s.is_empty() => take_str(map, key),
         _ => None,
+    }
+}
+
+/// Removes a call's `arguments`: a JSON string parsed (kept verbatim, and `true` for
+/// `arguments_invalid`, when it is not JSON), any other value as it is, absent `{}`.
+pub fn take_arguments(map: &mut Map<String, Value>) -> (Value, bool) {
+    match map.remove("arguments") {
+        Some(Value::String(s)) => match serde_json::from_str::<Value>(&s) {
+            Ok(v) => (v, false),
+            Err(_) => (Value::String(s), true),
+        },
+        Some(other) => (other, false),
+        None => (Value::Object(Map::new()), false),
     }
 }
 
@@ -125,20 +140,13 @@ fn scan_value(bytes: &[u8], start: usize) -> Option<(usize, u8)> {
 pub fn value_end(bytes: &[u8], start: usize, closer: u8) -> Option<(usize, u8)> {
     let other = if closer == b']' { b'}' } else { b']' };
     let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for (i, &b) in bytes.iter().enumerate().skip(start) {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
+    let mut i = start;
+    while let Some(&b) = bytes.get(i) {
         match b {
-            b'"' => in_string = true,
+            b'"' => {
+                i = string_close(bytes, i)? + 1;
+                continue;
+            }
             b'[' | b'{' => depth += 1,
             b']' | b'}' if depth > 0 => depth -= 1,
             b',' if depth == 0 => return Some((i, b)),
@@ -146,13 +154,48 @@ pub fn value_end(bytes: &[u8], start: usize, closer: u8) -> Option<(usize, u8)> 
             _ if b == other => return None,
             _ => {}
         }
+        i += 1;
     }
     None
+}
+
+/// Index of the quote that closes the JSON string opening at `open`, `None` when the bytes
+/// end first. Jumps from backslash to quote with `memchr` (detection scans every document's
+/// strings this way, and most of a trajectory's bytes are strings).
+pub fn string_close(bytes: &[u8], open: usize) -> Option<usize> {
+    let mut i = open + 1;
+    loop {
+        let at = i + memchr::memchr2(b'"', b'\\', bytes.get(i..)?)?;
+        if bytes[at] == b'"' {
+            return Some(at);
+        }
+        i = at + 2;
+    }
 }
 
 /// JSON path of an array element: `$.steps[3]`.
 pub fn idx(path: &str, i: usize) -> String {
     format!("{path}[{i}]")
+}
+
+/// Parses a record that must be one JSON object; a whole array (a document that was not
+/// split into its elements) is rejected with that said.
+pub(crate) fn record_object(bytes: &[u8]) -> Result<Map<String, Value>, Problem> {
+    match parse_record(bytes)? {
+        Value::Object(m) => Ok(m),
+        Value::Array(a) => Err(Problem::new(
+            Reason::SchemaViolation,
+            "$",
+            format!("a JSON array of {} records where one record object was expected", a.len()),
+        )),
+        _ => Err(Problem::new(Reason::SchemaViolation, "$", "a record must be a JSON object")),
+    }
+}
+
+/// True when the first non-blank byte opens a JSON array.
+pub(crate) fn is_array_document(bytes: &[u8]) -> bool {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')
 }
 
 #[cfg(test)]
@@ -169,5 +212,17 @@ mod tests {
         assert_eq!(elements(b"[1,"), None);
         assert_eq!(elements(b"[1] x"), None);
         assert_eq!(elements(b"[1,,2]"), None);
+    }
+
+    #[test]
+    fn strings_close_at_the_first_unescaped_quote() {
+        use super::{string_close, value_end};
+        assert_eq!(string_close(br#""abc" x"#, 0), Some(4));
+        assert_eq!(string_close(br#""a\\" x"#, 0), Some(4), "an escaped backslash does not escape the quote");
+        assert_eq!(string_close(br#""a\"b" x"#, 0), Some(5));
+        assert_eq!(string_close(br#""a\""#, 0), None, "unterminated");
+        assert_eq!(string_close(br#""a\"#, 0), None, "ends inside an escape");
+        assert_eq!(value_end(br#"{"k": "}\"", "l": [1]}, 2"#, 0, b']'), Some((22, b',')));
+        assert_eq!(value_end(br#"1 ]"#, 0, b'}'), None, "the wrong closer");
     }
 }

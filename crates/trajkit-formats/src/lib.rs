@@ -33,6 +33,7 @@ pub mod registry;
 pub mod rejection;
 pub mod report;
 pub mod skeleton;
+pub mod swe;
 pub mod swe_agent;
 pub mod swe_gym;
 pub mod swe_smith;

@@ -7,8 +7,7 @@
 
 use serde_json::{Map, Value};
 use trajkit_model::{
-    Agent, Authorship, Metrics, Outcome, Provenance, Role, Step, Task, TaskKeySource, ToolCall, ToolResult, Trajectory,
-    SCHEMA_VERSION,
+    Agent, Authorship, Metrics, Provenance, Role, Step, Task, TaskKeySource, ToolCall, ToolResult, Trajectory,
 };
 
 use crate::input::InputFile;
@@ -22,6 +21,9 @@ use crate::swe_agent::{openai_calls, prediction_only, predictions_map};
 pub struct MiniSweAgentReader;
 
 /// Languages of the fenced blocks that mini-swe-agent executes.
+/// Family name.
+const FAMILY: &str = "mini-swe-agent";
+
 const ACTION_FENCES: [&str; 2] = ["mswea_bash_command", "bash"];
 
 impl Reader for MiniSweAgentReader {
@@ -103,36 +105,21 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
         .unwrap_or_default();
     let instruction =
         steps.iter().find(|s| s.role == Role::User).and_then(|s| s.content.as_ref()).and_then(content_text);
+    let task = Task {
+        id: Some(instance.clone()),
+        instruction,
+        key: instance,
+        key_source: TaskKeySource::Explicit,
+        ..Task::default()
+    };
+    let provenance = Provenance { format_version, ..raw.provenance(FAMILY, file) };
     Ok(Trajectory {
-        agent: Agent { model, name: Some("mini-swe-agent".into()), version },
-        content_digest: String::new(),
+        agent: Agent { model, name: Some(FAMILY.into()), version },
         extra: into_extra(doc),
         gaps,
-        id: format!("mini-swe-agent-{}", &raw.sha256[..16]),
         metrics,
-        outcome: Outcome::default(),
-        provenance: Provenance {
-            document_index: raw.document_index,
-            format: "mini-swe-agent".into(),
-            format_version,
-            line: raw.line,
-            path: file.display.clone(),
-            sha256: raw.sha256.to_string(),
-        },
-        schema_version: SCHEMA_VERSION.into(),
-        state: None,
-        session_id: None,
         steps,
-        subagents: Vec::new(),
-        task: Task {
-            environment_version: None,
-            environment: None,
-            id: Some(instance.clone()),
-            instruction,
-            key: instance,
-            key_source: TaskKeySource::Explicit,
-        },
-        tools: None,
+        ..Trajectory::new(raw.id(FAMILY), provenance, task)
     })
 }
 

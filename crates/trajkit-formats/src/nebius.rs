@@ -8,15 +8,14 @@
 use std::ops::Range;
 
 use serde_json::{Map, Value};
-use trajkit_model::{Agent, Extra, Role, Step, ToolCall, Trajectory, SCHEMA_VERSION};
+use trajkit_model::{Agent, Extra, Role, Step, ToolCall, Trajectory};
 
 use crate::input::InputFile;
 use crate::json::{idx, into_extra, take, take_nonempty_str, take_str};
+use crate::json::{is_array_document, record_object};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{Problem, Reason};
-use crate::swe_smith::{
-    bool_outcome, is_array_document, observation_step, provenance, record_object, standard_gaps, swe_task, text_call_id,
-};
+use crate::swe::{bool_outcome, observation_step, standard_gaps, swe_task, task_id, text_call_id};
 
 /// Family name.
 const FAMILY: &str = "nebius";
@@ -71,25 +70,16 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     }
     let gaps = standard_gaps(&steps);
     let outcome = bool_outcome(&mut row, "target");
-    let task_id = crate::swe_gym::task_id(&mut row);
+    let task_id = task_id(&mut row);
     let task = swe_task(FAMILY, task_id, &steps, raw.sha256);
     let model = take_nonempty_str(&mut row, "model_name");
     Ok(Trajectory {
         agent: Agent { model, name: Some("swe-agent".into()), version: None },
-        content_digest: String::new(),
         extra: into_extra(row),
         gaps,
-        id: format!("{FAMILY}-{}", &raw.sha256[..16]),
-        metrics: None,
         outcome,
-        provenance: provenance(FAMILY, raw, file),
-        schema_version: SCHEMA_VERSION.into(),
-        state: None,
-        session_id: None,
         steps,
-        subagents: Vec::new(),
-        task,
-        tools: None,
+        ..raw.trajectory(FAMILY, file, task)
     })
 }
 

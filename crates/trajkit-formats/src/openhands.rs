@@ -10,8 +10,8 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 use trajkit_model::{
-    canonical::instruction_task_key, Agent, Authorship, Extra, Gap, GapKind, Metrics, Outcome, Provenance, Role,
-    Status, Step, Task, TaskKeySource, ToolCall, ToolResult, Trajectory, Verification, SCHEMA_VERSION,
+    canonical::instruction_task_key, Agent, Authorship, Extra, Gap, GapKind, Metrics, Outcome, Role, Status, Step,
+    Task, TaskKeySource, ToolCall, ToolResult, Trajectory, Verification,
 };
 
 use crate::input::InputFile;
@@ -168,27 +168,13 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
 
     Ok(Trajectory {
         agent,
-        content_digest: String::new(),
         extra: into_extra(row),
         gaps,
-        id: format!("openhands-{}", &raw.sha256[..16]),
         metrics,
         outcome,
-        provenance: Provenance {
-            document_index: raw.document_index,
-            format: "openhands".into(),
-            format_version: None,
-            line: raw.line,
-            path: file.display.clone(),
-            sha256: raw.sha256.to_string(),
-        },
-        schema_version: SCHEMA_VERSION.into(),
-        state: None,
-        session_id: None,
         steps,
-        subagents: Vec::new(),
-        task,
         tools: ctx.tools,
+        ..raw.trajectory("openhands", file, task)
     })
 }
 

@@ -829,7 +829,8 @@ fn process(
                 table.join(&mut trajectory);
             }
             crate::truncation::mark_truncated_observations(&mut trajectory);
-            match seal_and_serialize(&mut trajectory, canonical, bytes.len()) {
+            let output = Output { canonical, sealed: keep || analyze.is_some() };
+            match seal_and_serialize(&mut trajectory, output, bytes.len()) {
                 Ok(out) => Ok(Accepted {
                     counts: TrajectoryCounts::of(&trajectory),
                     analysis: analyze.map(|f| f(&trajectory)),
@@ -858,13 +859,27 @@ fn process(
     Processed { sha, outcome }
 }
 
+/// What leaves the worker for an accepted record.
+#[derive(Clone, Copy)]
+struct Output {
+    /// Its canonical JSON (`convert`).
+    canonical: bool,
+    /// The record itself, or what an analyzer computed from it: it must carry its digest.
+    sealed: bool,
+}
+
+/// Seals the record and writes its canonical JSON, as far as `output` asks. When neither
+/// leaves the worker (`inspect`, `validate`: per-file figures only) the record is neither
+/// serialized nor hashed a second time; its source bytes' SHA-256 is all that is used.
 fn seal_and_serialize(
     t: &mut Trajectory,
-    canonical: bool,
+    output: Output,
     source_len: usize,
 ) -> Result<Option<Vec<u8>>, serde_json::Error> {
-    if !canonical {
-        trajkit_model::seal(t)?;
+    if !output.canonical {
+        if output.sealed {
+            trajkit_model::seal(t)?;
+        }
         return Ok(None);
     }
     // The canonical form is about as long as the source: size the buffer once.

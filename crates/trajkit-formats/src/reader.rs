@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use trajkit_model::Trajectory;
+use trajkit_model::{Provenance, Task, Trajectory};
 
 use crate::input::InputFile;
 use crate::rejection::Problem;
@@ -67,6 +67,30 @@ pub struct RawRecord<'a> {
     pub line: Option<u64>,
     /// 0-based document index for document files.
     pub document_index: Option<u64>,
+}
+
+impl RawRecord<'_> {
+    /// The id a per-record reader gives: `<family>-` and the first 16 hex digits of the
+    /// record's SHA-256 (same bytes, same id).
+    pub fn id(&self, family: &str) -> String {
+        format!("{family}-{}", self.sha256.get(..16).unwrap_or(self.sha256))
+    }
+
+    /// Where this record of `file` came from when read as `family`: path, line, document
+    /// index and the digest of its bytes.
+    pub fn provenance(&self, family: &str, file: &InputFile) -> Provenance {
+        Provenance {
+            document_index: self.document_index,
+            line: self.line,
+            ..Provenance::new(family, file.display.as_str(), self.sha256)
+        }
+    }
+
+    /// The base of the trajectory `family` reads from this record: its id, provenance and
+    /// `task`, every other field empty (see `Trajectory::new`).
+    pub fn trajectory(&self, family: &str, file: &InputFile, task: Task) -> Trajectory {
+        Trajectory::new(self.id(family), self.provenance(family, file), task)
+    }
 }
 
 /// What a reader makes of one record.

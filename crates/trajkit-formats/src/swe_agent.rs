@@ -8,10 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
-use trajkit_model::{
-    Agent, Metrics, Outcome, Provenance, Role, Step, Task, TaskKeySource, ToolCall, ToolResult, Trajectory,
-    SCHEMA_VERSION,
-};
+use trajkit_model::{Agent, Metrics, Provenance, Role, Step, Task, TaskKeySource, ToolCall, ToolResult, Trajectory};
 
 use crate::input::InputFile;
 use crate::json::{into_extra, take, take_f64, take_str, take_u64};
@@ -140,36 +137,21 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
         .find(|s| s.role == Role::User && !s.extra.contains_key("is_demo"))
         .and_then(|s| s.content.as_ref())
         .and_then(crate::json::content_text);
+    let task = Task {
+        id: Some(instance.clone()),
+        instruction,
+        key: instance.clone(),
+        key_source: TaskKeySource::Explicit,
+        ..Task::default()
+    };
+    let provenance = Provenance { format_version: version.clone(), ..raw.provenance("swe-agent", file) };
     let mut t = Trajectory {
-        agent: Agent { model: None, name: Some("swe-agent".into()), version: version.clone() },
-        content_digest: String::new(),
+        agent: Agent { model: None, name: Some("swe-agent".into()), version },
         extra: into_extra(doc),
         gaps,
-        id: format!("swe-agent-{}", &raw.sha256[..16]),
         metrics,
-        outcome: Outcome::default(),
-        provenance: Provenance {
-            document_index: raw.document_index,
-            format: "swe-agent".into(),
-            format_version: version,
-            line: raw.line,
-            path: file.display.clone(),
-            sha256: raw.sha256.to_string(),
-        },
-        schema_version: SCHEMA_VERSION.into(),
-        state: None,
-        session_id: None,
         steps,
-        subagents: Vec::new(),
-        task: Task {
-            environment_version: None,
-            environment: None,
-            id: Some(instance.clone()),
-            instruction,
-            key: instance.clone(),
-            key_source: TaskKeySource::Explicit,
-        },
-        tools: None,
+        ..Trajectory::new(raw.id("swe-agent"), provenance, task)
     };
     outcomes::join_side_reports(&mut t, file, &instance);
     Ok(t)
@@ -316,14 +298,7 @@ pub(crate) fn openai_calls(v: Value, path: &str) -> Result<Vec<ToolCall>, Proble
         let Some(name) = take_str(&mut function, "name") else {
             return Err(Problem::new(Reason::SchemaViolation, format!("{at}.function.name"), "a call needs a name"));
         };
-        let (arguments, invalid) = match function.remove("arguments") {
-            Some(Value::String(s)) => match serde_json::from_str::<Value>(&s) {
-                Ok(v) => (v, false),
-                Err(_) => (Value::String(s), true),
-            },
-            Some(other) => (other, false),
-            None => (Value::Object(Map::new()), false),
-        };
+        let (arguments, invalid) = crate::json::take_arguments(&mut function);
         if !function.is_empty() {
             c.insert("function".into(), Value::Object(function));
         }

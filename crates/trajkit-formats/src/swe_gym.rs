@@ -8,15 +8,14 @@
 use std::ops::Range;
 
 use serde_json::{Map, Value};
-use trajkit_model::{Agent, Gap, GapKind, Status, ToolCall, Trajectory, SCHEMA_VERSION};
+use trajkit_model::{Agent, Gap, GapKind, Status, Trajectory};
 
 use crate::input::InputFile;
-use crate::json::{idx, into_extra, take, take_nonempty_str, take_str};
+use crate::json::{idx, into_extra, take};
+use crate::json::{is_array_document, record_object};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{Problem, Reason};
-use crate::swe_smith::{
-    bool_outcome, chat_step, is_array_document, provenance, record_object, standard_gaps, strip_adp_counter, swe_task,
-};
+use crate::swe::{bool_outcome, chat_step, standard_gaps, swe_task, task_id};
 
 /// Family name.
 const FAMILY: &str = "swe-gym";
@@ -99,20 +98,12 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     };
     Ok(Trajectory {
         agent: Agent { model: None, name: Some("openhands".into()), version: None },
-        content_digest: String::new(),
         extra: into_extra(row),
         gaps,
-        id: format!("{FAMILY}-{}", &raw.sha256[..16]),
-        metrics: None,
         outcome,
-        provenance: provenance(FAMILY, raw, file),
-        schema_version: SCHEMA_VERSION.into(),
-        state: None,
-        session_id: None,
         steps,
-        subagents: Vec::new(),
-        task,
         tools,
+        ..raw.trajectory(FAMILY, file, task)
     })
 }
 
@@ -120,61 +111,4 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
 /// `extra` with the rest of `test_result`).
 fn report_resolved(row: &Map<String, Value>) -> Option<bool> {
     row.get("test_result")?.get("report")?.get("resolved")?.as_bool()
-}
-
-/// The task id: `instance_id` without the ADP per-instance counter. When the counter was
-/// removed, the verbatim `instance_id` stays in `extra`.
-pub(crate) fn task_id(row: &mut Map<String, Value>) -> Option<String> {
-    let id = match row.get("instance_id") {
-        Some(Value::String(s)) if !s.is_empty() => s,
-        _ => return None,
-    };
-    let stripped = strip_adp_counter(id);
-    if stripped.len() == id.len() {
-        return take_nonempty_str(row, "instance_id");
-    }
-    Some(stripped.to_string())
-}
-
-/// OpenAI chat `tool_calls`: `[{id, type, function: {name, arguments}}]`. `arguments` is
-/// parsed when it is a JSON string (kept verbatim with `arguments_invalid` when not JSON);
-/// every other field (`type`, `index`, ...) stays in the call's `extra`.
-pub(crate) fn chat_tool_calls(v: Value, path: &str) -> Result<Vec<ToolCall>, Problem> {
-    let Value::Array(items) = v else {
-        return Err(Problem::new(Reason::SchemaViolation, path, "tool_calls must be a list"));
-    };
-    let mut calls = Vec::with_capacity(items.len());
-    for (i, item) in items.into_iter().enumerate() {
-        let p = idx(path, i);
-        let Value::Object(mut item) = item else {
-            return Err(Problem::new(Reason::SchemaViolation, p, "a tool call must be an object"));
-        };
-        let Some(Value::Object(mut function)) = item.remove("function") else {
-            return Err(Problem::new(Reason::SchemaViolation, format!("{p}.function"), "function must be an object"));
-        };
-        let name = take_str(&mut function, "name").ok_or_else(|| {
-            Problem::new(Reason::SchemaViolation, format!("{p}.function.name"), "tool call without a string name")
-        })?;
-        let (arguments, invalid) = match function.remove("arguments") {
-            Some(Value::String(s)) => match serde_json::from_str::<Value>(&s) {
-                Ok(v) => (v, false),
-                Err(_) => (Value::String(s), true),
-            },
-            Some(other) => (other, false),
-            None => (Value::Object(Map::new()), false),
-        };
-        let id = take_str(&mut item, "id");
-        if !function.is_empty() {
-            item.insert("function".into(), Value::Object(function));
-        }
-        calls.push(ToolCall {
-            arguments,
-            arguments_invalid: invalid,
-            extra: into_extra(item),
-            id,
-            name,
-            text_embedded: false,
-        });
-    }
-    Ok(calls)
 }

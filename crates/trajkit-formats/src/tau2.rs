@@ -18,8 +18,8 @@ use std::time::SystemTime;
 
 use serde_json::{Map, Value};
 use trajkit_model::{
-    Agent, Authorship, Extra, Gap, GapKind, Metrics, Outcome, Provenance, Role, Status, Step, Task, TaskKeySource,
-    ToolCall, ToolResult, Trajectory, Verification, SCHEMA_VERSION,
+    Agent, Authorship, Extra, Gap, GapKind, Metrics, Outcome, Role, Status, Step, Task, TaskKeySource, ToolCall,
+    ToolResult, Trajectory, Verification,
 };
 
 use crate::input::{self, InputFile};
@@ -172,16 +172,7 @@ pub(crate) fn object_members(bytes: &[u8]) -> Option<Vec<Member>> {
 
 /// Index of the quote closing the string that opens at `start`.
 fn string_end(bytes: &[u8], start: usize) -> Option<usize> {
-    let mut escaped = false;
-    for (i, &b) in bytes.iter().enumerate().skip(start + 1) {
-        match b {
-            _ if escaped => escaped = false,
-            b'\\' => escaped = true,
-            b'"' => return Some(i),
-            _ => {}
-        }
-    }
-    None
+    crate::json::string_close(bytes, start)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -559,27 +550,13 @@ fn read(raw: &RawRecord, file: &InputFile, ctx: Option<&Context>) -> Result<(Tra
             name: ctx.and_then(|c| c.agent_name.clone()),
             version: None,
         },
-        content_digest: String::new(),
         extra,
         gaps,
-        id: format!("tau2-{}", &raw.sha256[..16]),
         metrics,
         outcome,
-        provenance: Provenance {
-            document_index: raw.document_index,
-            format: "tau2".into(),
-            format_version: None,
-            line: raw.line,
-            path: file.display.clone(),
-            sha256: raw.sha256.to_string(),
-        },
-        schema_version: SCHEMA_VERSION.into(),
-        state: None,
         session_id,
         steps,
-        subagents: Vec::new(),
-        task,
-        tools: None,
+        ..raw.trajectory("tau2", file, task)
     };
     Ok((t, rollout_key))
 }

@@ -9,8 +9,8 @@ use std::ops::Range;
 
 use serde_json::{Map, Value};
 use trajkit_model::{
-    canonical::instruction_task_key, Agent, Authorship, Extra, Gap, GapKind, Metrics, Outcome, Provenance, Role,
-    Status, Step, Task, TaskKeySource, ToolCall, ToolResult, Trajectory, Verification, SCHEMA_VERSION,
+    canonical::instruction_task_key, Authorship, Extra, Gap, GapKind, Metrics, Outcome, Role, Status, Step, Task,
+    TaskKeySource, ToolCall, ToolResult, Trajectory, Verification,
 };
 
 use crate::input::InputFile;
@@ -138,30 +138,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     if !info.is_empty() {
         extra.insert("info".into(), Value::Object(info));
     }
-    Ok(Trajectory {
-        agent: Agent::default(),
-        content_digest: String::new(),
-        extra,
-        gaps,
-        id: format!("tau-bench-{}", &raw.sha256[..16]),
-        metrics,
-        outcome,
-        provenance: Provenance {
-            document_index: raw.document_index,
-            format: "tau-bench".into(),
-            format_version: None,
-            line: raw.line,
-            path: file.display.clone(),
-            sha256: raw.sha256.to_string(),
-        },
-        schema_version: SCHEMA_VERSION.into(),
-        state: None,
-        session_id: None,
-        steps,
-        subagents: Vec::new(),
-        task,
-        tools: None,
-    })
+    Ok(Trajectory { extra, gaps, metrics, outcome, steps, ..raw.trajectory("tau-bench", file, task) })
 }
 
 /// One chat message → one step: assistant `tool_calls` (`id`, `function.name`,

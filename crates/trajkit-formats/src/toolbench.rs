@@ -8,8 +8,8 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 use trajkit_model::{
-    canonical::instruction_task_key, Agent, Extra, Gap, GapKind, Metrics, Outcome, Provenance, Role, Step, Task,
-    TaskKeySource, ToolCall, ToolResult, Trajectory, Verification, SCHEMA_VERSION,
+    canonical::instruction_task_key, Agent, Extra, Gap, GapKind, Metrics, Outcome, Role, Step, Task, TaskKeySource,
+    ToolCall, ToolResult, Trajectory, Verification,
 };
 
 use crate::input::InputFile;
@@ -91,30 +91,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
 }
 
 fn base(raw: &RawRecord, file: &InputFile, steps: Vec<Step>, task: Task) -> Trajectory {
-    Trajectory {
-        agent: Agent::default(),
-        content_digest: String::new(),
-        extra: Extra::new(),
-        gaps: Vec::new(),
-        id: format!("toolbench-{}", &raw.sha256[..16]),
-        metrics: None,
-        outcome: Outcome::default(),
-        provenance: Provenance {
-            document_index: raw.document_index,
-            format: FAMILY.into(),
-            format_version: None,
-            line: raw.line,
-            path: file.display.clone(),
-            sha256: raw.sha256.to_string(),
-        },
-        schema_version: SCHEMA_VERSION.into(),
-        state: None,
-        session_id: None,
-        steps,
-        subagents: Vec::new(),
-        task,
-        tools: None,
-    }
+    Trajectory { steps, ..raw.trajectory(FAMILY, file, task) }
 }
 
 /// Synthetic call id of the call made by step `i` (ToolBench messages carry none; the

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use serde_json::{Map, Value};
 use trajkit_model::{
     canonical::instruction_task_key, Agent, Extra, Gap, GapKind, Metrics, Outcome, Provenance, Role, Status, Step,
-    Subagent, Task, TaskKeySource, ToolCall, ToolResult, Trajectory, Verification, SCHEMA_VERSION,
+    Subagent, Task, TaskKeySource, ToolCall, ToolResult, Trajectory, Verification,
 };
 
 use crate::input::InputFile;
@@ -966,15 +966,9 @@ pub(crate) fn task(steps: &[Step], explicit: Option<String>, environment: Option
     Task { environment, environment_version: None, id: explicit, instruction, key, key_source }
 }
 
+/// Provenance of the document's record, with the trace format's version.
 fn provenance(doc: &Doc) -> Provenance {
-    Provenance {
-        document_index: doc.raw.document_index,
-        format: doc.family.into(),
-        format_version: doc.format_version.clone(),
-        line: doc.raw.line,
-        path: doc.file.display.clone(),
-        sha256: doc.raw.sha256.to_string(),
-    }
+    Provenance { format_version: doc.format_version.clone(), ..doc.raw.provenance(doc.family, doc.file) }
 }
 
 fn subagent_trajectory(built: Built, span: &Span, doc: &Doc, id: &str) -> Trajectory {
@@ -985,20 +979,12 @@ fn subagent_trajectory(built: Built, span: &Span, doc: &Doc, id: &str) -> Trajec
     let task = task(&built.steps, None, None, doc.raw.sha256);
     Trajectory {
         agent: Agent { model: built.model, name: Some(span.name.clone()), version: None },
-        content_digest: String::new(),
         extra,
         gaps: built.gaps,
-        id: id.to_string(),
-        metrics: None,
-        outcome: Outcome::default(),
-        provenance: provenance(doc),
-        schema_version: SCHEMA_VERSION.into(),
-        state: None,
-        session_id: None,
         steps: built.steps,
         subagents: built.subagents,
-        task,
         tools: (!built.tools.is_empty()).then_some(built.tools),
+        ..Trajectory::new(id, provenance(doc), task)
     }
 }
 
@@ -1018,7 +1004,7 @@ pub(crate) struct Top {
 pub(crate) fn trajectory(spans: &[Span], doc: &Doc, top: Top) -> Trajectory {
     let id = match &top.trace_id {
         Some(t) if !t.is_empty() => format!("{}-{}", doc.family, t),
-        _ => format!("{}-{}", doc.family, &doc.raw.sha256[..16.min(doc.raw.sha256.len())]),
+        _ => doc.raw.id(doc.family),
     };
     let built = build(spans, doc, &id);
     let mut extra = top.extra;
@@ -1029,20 +1015,15 @@ pub(crate) fn trajectory(spans: &[Span], doc: &Doc, top: Top) -> Trajectory {
     let tools = (!built.tools.is_empty()).then_some(built.tools);
     Trajectory {
         agent: Agent { model: built.model, name: top.agent_name, version: None },
-        content_digest: String::new(),
         extra,
         gaps: built.gaps,
-        id,
         metrics: top.metrics,
         outcome: top.outcome,
-        provenance: provenance(doc),
-        schema_version: SCHEMA_VERSION.into(),
-        state: None,
         session_id: top.session_id,
         steps: built.steps,
         subagents: built.subagents,
-        task,
         tools,
+        ..Trajectory::new(id, provenance(doc), task)
     }
 }
 

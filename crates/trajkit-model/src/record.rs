@@ -70,6 +70,31 @@ pub struct Trajectory {
     pub tools: Option<Vec<Value>>,
 }
 
+impl Trajectory {
+    /// A record with its id, origin and task and every other field empty: the base that
+    /// readers complete with struct update syntax (`Trajectory { steps, ..Trajectory::new(..) }`)
+    /// instead of listing every field.
+    pub fn new(id: impl Into<String>, provenance: Provenance, task: Task) -> Self {
+        Trajectory {
+            agent: Agent::default(),
+            content_digest: String::new(),
+            extra: Extra::new(),
+            gaps: Vec::new(),
+            id: id.into(),
+            metrics: None,
+            outcome: Outcome::default(),
+            provenance,
+            schema_version: SCHEMA_VERSION.into(),
+            session_id: None,
+            state: None,
+            steps: Vec::new(),
+            subagents: Vec::new(),
+            task,
+            tools: None,
+        }
+    }
+}
+
 /// Environment state digests of a run (trajkit state digests: lowercase hex SHA-256).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct StateDigests {
@@ -112,6 +137,21 @@ pub struct Provenance {
     pub path: String,
     /// SHA-256 (hex) of the exact source bytes of the record (the line, or the document).
     pub sha256: String,
+}
+
+impl Provenance {
+    /// The origin of a record of family `format` in file `path` whose source bytes hash to
+    /// `sha256`; line, document index and format version unset.
+    pub fn new(format: impl Into<String>, path: impl Into<String>, sha256: impl Into<String>) -> Self {
+        Provenance {
+            document_index: None,
+            format: format.into(),
+            format_version: None,
+            line: None,
+            path: path.into(),
+            sha256: sha256.into(),
+        }
+    }
 }
 
 /// The task a run attempted.

@@ -12,29 +12,23 @@ fn sample() -> Trajectory {
         text_embedded: false,
     });
     call_step.extra.insert("z".into(), Value::Null);
+    let mut prov = Provenance::new("gym", "a.jsonl", "00");
+    prov.line = Some(3);
     Trajectory {
         agent: Agent { model: Some("m".into()), name: Some("a".into()), version: None },
-        content_digest: String::new(),
-        extra: Extra::new(),
-        gaps: vec![],
-        id: "x-1".into(),
-        metrics: None,
-        outcome: Outcome::default(),
-        provenance: Provenance {
-            format: "gym".into(),
-            path: "a.jsonl".into(),
-            line: Some(3),
-            sha256: "00".into(),
-            ..Default::default()
-        },
-        schema_version: SCHEMA_VERSION.into(),
-        state: None,
-        session_id: None,
         steps: vec![Step::new(Role::User, Some(json!("hi"))), call_step],
-        subagents: vec![],
-        task: Task { key: "k".into(), ..Default::default() },
-        tools: None,
+        ..Trajectory::new("x-1", prov, Task { key: "k".into(), ..Default::default() })
     }
+}
+
+#[test]
+fn a_new_record_has_only_its_id_origin_and_task() {
+    let t =
+        Trajectory::new("x-1", Provenance::new("gym", "a.jsonl", "00"), Task { key: "k".into(), ..Default::default() });
+    assert_eq!(
+        serde_json::to_string(&t).unwrap(),
+        r#"{"agent":{},"content_digest":"","id":"x-1","outcome":{"status":"unknown","verification":"unverified"},"provenance":{"format":"gym","path":"a.jsonl","sha256":"00"},"schema_version":"trajkit.trajectory/2","steps":[],"task":{"key":"k","key_source":"instruction_hash"}}"#
+    );
 }
 
 /// Recursively checks that every object's keys appear in sorted order in the text.
