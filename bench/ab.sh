@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# A/B of two trajkit binaries on one reading command (convert, inspect or validate),
+# A/B of two trajkit binaries on one command (convert, inspect, validate or build),
 # interleaved on the same input so that the shared machine's load hits both alike: RUNS runs
 # of each (default 5); median wall, CPU (user + system) and system seconds, MiB/s of input
 # (uncompressed bytes on disk) per wall second and per CPU second, the load average at the
 # start, and the ratios B/A of the medians.
 # Usage: bench/ab.sh BIN_A BIN_B COMMAND INPUT... [-- EXTRA ARGS]   (THREADS=2 by default)
 set -euo pipefail
-[ $# -ge 4 ] || { echo "usage: $0 BIN_A BIN_B convert|inspect|validate INPUT... [-- ARGS]" >&2; exit 2; }
+[ $# -ge 4 ] || { echo "usage: $0 BIN_A BIN_B convert|inspect|validate|build INPUT... [-- ARGS]" >&2; exit 2; }
 a=$1 b=$2 cmd=$3
 shift 3
 inputs=() extra=()
@@ -21,10 +21,11 @@ mib=$(du -scbL "${inputs[@]}" | tail -1 | awk '{printf "%.1f", $1 / 1048576}')
 run() {
   local args=("$cmd" "${inputs[@]}" --threads "$threads")
   [ "$cmd" = convert ] && args+=(-o "$out/out.jsonl.zst")
+  [ "$cmd" = build ] && args+=(-o "$out/lib" --quiet)
   /usr/bin/time -v "$1" "${args[@]}" ${extra[@]+"${extra[@]}"} >/dev/null 2>"$out/time.txt" || true
   awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,a,":"); s=0; for(i=1;i<=n;i++) s=s*60+a[i]; w=s}
               /User time/ {u=$2} /System time/ {sys=$2} END {print w, u + sys, sys}' "$out/time.txt" >>"$out/$2"
-  rm -f "$out/out.jsonl.zst"
+  rm -rf "$out/out.jsonl.zst" "$out/lib"
 }
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 for _ in $(seq "$runs"); do run "$a" a; run "$b" b; done

@@ -14,7 +14,8 @@
 # Usage: bench/ray_build.sh [WORK_DIR]   (default /tmp/trajkit-bench-ray)
 #   MB=1000 corpus size (WORK_DIR/corpus-MB, made on first use); CPUS=2 for the local Ray;
 #   PY=DIR an unpacked release build of the package (otherwise maturin builds one into
-#   WORK_DIR/py); BIN=PATH the trajkit binary (otherwise `cargo build --release`).
+#   WORK_DIR/py); BIN=PATH the trajkit binary (otherwise `cargo build --release`);
+#   TWO_NODES=0 skips the two-node build (its library is then not compared either).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=${1:-/tmp/trajkit-bench-ray}
@@ -67,8 +68,11 @@ print(f"last Ray round: Ray start {got['ray_start_s']} s, phases {got['phases']}
       f" {got['processes']} processes at most; finalize stages {got['finalize_stages']}")
 PY
 
+libs=("$work/lib-ray")
+if [ "${TWO_NODES:-1}" != 0 ]; then
 rm -rf "$work/lib-two"
 python3 bench/ray_build.py cluster "$corpus" "$work/lib-two" > "$work/two.json"
+libs+=("$work/lib-two")
 python3 - "$work/two.json" <<'PY'
 import json, sys
 got = json.load(open(sys.argv[1]))
@@ -77,9 +81,10 @@ print("| node | tasks | input MiB | trajectories | busy seconds |\n|---|---|---|
 for node, n in sorted(got["nodes"].items()):
     print(f"| {node} | {n['tasks']} | {n['bytes'] / 2**20:.0f} | {n['trajectories']} | {n['seconds']:.1f} |")
 PY
+fi
 PYTHONPATH="$py:crates/trajkit-py/tests" python3 -c '
 import sys
 from library_compare import assert_same_library
 for lib in sys.argv[2:]:
     assert_same_library(sys.argv[1], lib, same_shards=False)
-print("the local and the two-node Ray libraries equal trajkit build'"'"'s")' "$work/lib-cli" "$work/lib-ray" "$work/lib-two"
+print("the Ray libraries (" + ", ".join(sys.argv[2:]) + ") equal trajkit build'"'"'s")' "$work/lib-cli" "${libs[@]}"
