@@ -83,8 +83,7 @@ pub fn run(library: &Path, by: Option<&str>, json: bool, dedup: Option<&str>) ->
         outln!("{}", serde_json::to_string_pretty(&s)?);
         return Ok(0);
     }
-    print_summary(&s, &conn, &index)?;
-    print_contamination(&contamination);
+    print_summary(&s, &contamination, &conn, &index)?;
     Ok(0)
 }
 
@@ -147,7 +146,7 @@ fn print_latency(s: &Value) {
     out!("{}", render(&header, &rows));
 }
 
-fn print_summary(s: &Value, conn: &rusqlite::Connection, index: &Path) -> Result<()> {
+fn print_summary(s: &Value, contamination: &Value, conn: &rusqlite::Connection, index: &Path) -> Result<()> {
     let o = &s["outcomes"];
     let solved = &s["tasks_solved_at_least_once"];
     outln!("{} attempts of {} tasks from {} sources", s["attempts"], s["tasks"], s["sources"]);
@@ -230,6 +229,7 @@ fn print_summary(s: &Value, conn: &rusqlite::Connection, index: &Path) -> Result
         q["structural_valid"], q["complete"], q["sft_eligible"], q["training_eligible"],
         s["duplicates"]["groups_with_duplicates"], s["duplicates"]["groups_with_disagreeing_outcomes"], s["rejected_records"]
     );
+    print_contamination(contamination);
     outln!("\n(--json for everything, including outcomes by scaffold, family and tier)");
     Ok(())
 }
