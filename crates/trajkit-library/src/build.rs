@@ -10,6 +10,7 @@ use trajkit_formats::FileReport;
 use trajkit_model::{Authorship, Status, Trajectory};
 
 use crate::clusters::ClusterOptions;
+use crate::contamination::ContaminationOptions;
 use crate::error::LibraryError;
 use crate::index::{CallRow, StepRow};
 use crate::layout;
@@ -42,6 +43,8 @@ pub struct BuildOptions {
     pub max_record_bytes: Option<usize>,
     /// How tasks are clustered by content (docs/quality.md#task-clusters).
     pub clusters: ClusterOptions,
+    /// The contamination report's rules and `--fail-on-contamination` (docs/quality.md).
+    pub contamination: ContaminationOptions,
 }
 
 impl Default for BuildOptions {
@@ -59,6 +62,7 @@ impl Default for BuildOptions {
             wait: false,
             max_record_bytes: None,
             clusters: ClusterOptions::default(),
+            contamination: ContaminationOptions::default(),
         }
     }
 }
@@ -97,6 +101,9 @@ pub struct BuildSummary {
     pub warnings: Vec<String>,
     /// Stopped at a rejection because of `--strict`: no library was written.
     pub strict_failure: Option<String>,
+    /// `--fail-on-contamination` found a training-eligible trajectory overlapping a
+    /// protected task: no library was written.
+    pub contamination_failure: Option<String>,
 }
 
 /// Something written into the finished library before its manifest (the gallery): it
@@ -173,7 +180,7 @@ impl BuildSession {
     ) -> Result<BuildSummary, LibraryError> {
         let staging = self.staging.path();
         let summary = crate::finalize::finalize(opts, plan, staging, progress)?;
-        if summary.strict_failure.is_some() {
+        if summary.strict_failure.is_some() || summary.contamination_failure.is_some() {
             return Ok(summary); // the staging directory is removed on drop; the old library stays
         }
         if let Some(finish) = finisher {

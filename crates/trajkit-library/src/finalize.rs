@@ -53,6 +53,7 @@ pub fn finalize(
         progress,
         tasks: crate::clusters::Collector::default(),
         near: crate::near::Collector::default(),
+        contamination: crate::contamination::Collector::default(),
     };
     for p in &partials {
         merge.partial(staging, p, &registry)?;
@@ -60,6 +61,7 @@ pub fn finalize(
     let reports = std::mem::take(&mut merge.reports);
     let tasks = std::mem::take(&mut merge.tasks);
     let near = std::mem::take(&mut merge.near);
+    let fingerprints = std::mem::take(&mut merge.contamination);
     let conn = index.finish()?;
     cancelled(progress)?;
     progress.stage("task clusters");
@@ -77,6 +79,18 @@ pub fn finalize(
     progress.stage("near duplicates");
     let members = near.group(&clusters, opts.clusters.trajectory_similarity);
     crate::near::write_index(&conn, &index_path, &members)?;
+    cancelled(progress)?;
+    progress.stage("contamination");
+    let report = fingerprints.report(&conn, &index_path, &opts.contamination)?;
+    if opts.contamination.fail {
+        if let Some(failure) = report.failure() {
+            summary.contamination_failure = Some(failure);
+            return Ok(summary);
+        }
+    }
+    let evaluation = staging.join("evaluation");
+    std::fs::create_dir_all(&evaluation).map_err(LibraryError::io(&evaluation))?;
+    layout::write_json(&staging.join(crate::contamination::REPORT), &report.to_json())?;
     cancelled(progress)?;
     progress.stage("evaluation rows");
     rows_out::write_rows(&conn, &index_path, &staging.join(crate::read::ROWS_PATH))?;
@@ -129,6 +143,7 @@ fn figures(partials: &[PartialSummary], reports: &[(usize, FileReport)], warning
         shards: partials.iter().map(|p| p.shards).sum(),
         warnings,
         strict_failure: None,
+        contamination_failure: None,
     }
 }
 
@@ -169,6 +184,8 @@ struct Merge<'a> {
     tasks: crate::clusters::Collector,
     /// Content sketches for the near-duplicate groups.
     near: crate::near::Collector,
+    /// N-gram fingerprints for the contamination report.
+    contamination: crate::contamination::Collector,
 }
 
 /// Per shard of a partial: line -> the id its record takes in the library.
@@ -212,9 +229,10 @@ impl Merge<'_> {
                 cancelled(self.progress)?;
             }
             let msg = match entry {
-                Entry::Trajectory { record_id, mut row, steps, calls, shingles, content } => {
+                Entry::Trajectory { record_id, mut row, steps, calls, shingles, content, ngrams } => {
                     self.tasks.add(&row, shingles);
                     self.near.add(&row, content);
+                    self.contamination.add(&row.interaction_digest, ngrams);
                     let local = local_shard(&path, n, &row.shard)?;
                     row.id = match ids.as_mut().and_then(|i| i.next()) {
                         Some(id) => id,
@@ -375,6 +393,7 @@ fn build_info(opts: &BuildOptions, registry: &Registry, summary: &BuildSummary) 
             "strict": opts.strict,
             "shard_bytes": opts.shard_bytes,
             "clusters": opts.clusters,
+            "contamination": opts.contamination,
         },
         "split": opts.split,
         // The file name only: where it lies on the builder's machine is not the library's business.

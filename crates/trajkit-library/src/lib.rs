@@ -3,6 +3,7 @@
 
 pub mod build;
 pub mod clusters;
+pub mod contamination;
 pub mod coverage;
 pub mod dedup;
 pub mod error;
@@ -26,6 +27,7 @@ pub mod stats;
 
 pub use build::{build, build_with, BuildOptions, BuildSession, BuildSummary, Finisher, Progress, Quiet};
 pub use clusters::ClusterOptions;
+pub use contamination::ContaminationOptions;
 pub use dedup::Dedup;
 pub use error::LibraryError;
 pub use finalize::finalize;

@@ -35,7 +35,7 @@ pub fn content_sketch(t: &Trajectory) -> Option<Signature> {
 }
 
 /// Every string value in `v`, depth first (object keys are format, not content).
-fn strings(v: &Value, f: &mut dyn FnMut(&str)) {
+pub(crate) fn strings(v: &Value, f: &mut dyn FnMut(&str)) {
     match v {
         Value::String(s) => f(s),
         Value::Array(a) => a.iter().for_each(|x| strings(x, f)),

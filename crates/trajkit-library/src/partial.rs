@@ -49,6 +49,9 @@ pub enum Entry {
         /// The content sketch (`near`), on one record of each distinct interaction only.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         content: Option<Vec<u32>>,
+        /// The winnowed 13-gram fingerprints (`contamination`), with the content sketch.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ngrams: Option<Vec<u64>>,
     },
     Rejection(RejectionRow),
     /// A finished file: its library-wide number, source (registry index) and figures.
@@ -226,27 +229,22 @@ impl PartialSink<'_> {
     /// The content sketch to write with this record: on the first record of each interaction
     /// only. The analyzers sketch the first copy they meet; when that copy was not filed (a
     /// repeated line), the sketch is made here from the canonical record.
-    fn content_once(
-        &mut self,
-        row: &Row,
-        sketch: Option<Vec<u32>>,
-        canonical: &[u8],
-    ) -> Result<Option<Vec<u32>>, LibraryError> {
+    fn content_once(&mut self, row: &Row, content: Option<Content>, canonical: &[u8]) -> Result<Content, LibraryError> {
         if !self.sketches.insert(row.interaction_digest.clone()) {
-            return Ok(None);
+            return Ok(Content::default());
         }
-        if sketch.is_some() {
-            return Ok(sketch);
+        if let Some(c) = content {
+            return Ok(c);
         }
         let t: Trajectory = serde_json::from_slice(canonical)
             .map_err(|e| LibraryError::Invalid { path: PathBuf::from(&row.path), message: e.to_string() })?;
-        Ok(crate::near::content_sketch(&t))
+        Ok(Content::of(&t))
     }
 
     /// Files a record: a unique id within the partial, a shard line, and its entry.
     fn add(&mut self, analysis: Analysis, canonical: &[u8]) -> Result<(), LibraryError> {
         let Analysis { mut row, steps, calls, shingles, content } = analysis;
-        let content = self.content_once(&row, content, canonical)?;
+        let Content { sketch: content, ngrams } = self.content_once(&row, content, canonical)?;
         let shingles = match &row.instruction_digest {
             Some(d) if !self.instructions.contains(d) => {
                 self.instructions.insert(d.clone());
@@ -266,7 +264,7 @@ impl PartialSink<'_> {
         let record_id = std::mem::replace(&mut row.id, id);
         placed.fill(&mut row);
         self.ordinal += 1;
-        self.write(&Entry::Trajectory { record_id, row: Box::new(row), steps, calls, shingles, content })
+        self.write(&Entry::Trajectory { record_id, row: Box::new(row), steps, calls, shingles, content, ngrams })
     }
 }
 
@@ -278,8 +276,22 @@ struct Analysis {
     calls: Vec<CallRow>,
     /// The instruction's shingle hashes (empty without an instruction).
     shingles: Vec<u64>,
-    /// The content sketch, on the first record of each interaction to reach an analyzer.
-    content: Option<Vec<u32>>,
+    /// The content signatures, on the first record of each interaction to reach an analyzer.
+    content: Option<Content>,
+}
+
+/// What is computed once per distinct interaction: its content sketch (`near`) and its
+/// n-gram fingerprints (`contamination`).
+#[derive(Default)]
+struct Content {
+    sketch: Option<Vec<u32>>,
+    ngrams: Option<Vec<u64>>,
+}
+
+impl Content {
+    fn of(t: &Trajectory) -> Content {
+        Content { sketch: crate::near::content_sketch(t), ngrams: crate::contamination::fingerprints(t) }
+    }
 }
 
 /// The analyzer of one source: its row (id and shard filled in later), steps and calls.
@@ -295,7 +307,7 @@ fn analyzer(source: &ResolvedSource, split: &SplitConfig, sketched: Sketched) ->
         // Which copy of an interaction carries the sketch varies between runs; the sketch
         // does not (it is a function of the interaction), and finalize keys it by digest.
         let fresh = sketched.lock().map(|mut s| s.insert(row.interaction_digest.clone())).unwrap_or(true);
-        let content = if fresh { crate::near::content_sketch(t) } else { None };
+        let content = fresh.then(|| Content::of(t));
         Box::new(Analysis { row, steps, calls, shingles, content }) as Box<dyn std::any::Any + Send>
     })
 }

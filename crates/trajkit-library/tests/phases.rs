@@ -75,7 +75,9 @@ fn same_library(one: &Path, many: &Path) {
     every_record_seeks(many);
     assert_eq!(rows_without_shards(one), rows_without_shards(many));
     assert_eq!(records(one), records(many));
-    for f in ["evaluation/summary.json", "coverage.json", "evaluation/model_imitation.json"] {
+    for f in
+        ["evaluation/summary.json", "coverage.json", "evaluation/model_imitation.json", "evaluation/contamination.json"]
+    {
         assert_eq!(std::fs::read(one.join(f)).unwrap(), std::fs::read(many.join(f)).unwrap(), "{f} differs");
     }
     for sql in [
@@ -171,7 +173,7 @@ fn finalize_stops_at_a_cancel_in_each_of_its_stages_and_keeps_the_old_library() 
     let lib = build_lib(dir.path(), &[real("gym")], None);
     let before = std::fs::read(lib.join("index.sqlite")).unwrap();
     let opts = BuildOptions { registry: Some(examples_registry()), output: lib.clone(), ..BuildOptions::default() };
-    for stage in ["merging", "indexing", "evaluation rows", "statistics", "coverage"] {
+    for stage in ["merging", "indexing", "contamination", "evaluation rows", "statistics", "coverage"] {
         let progress = CancelAt { stage, seen: AtomicBool::new(false) };
         let got = build(&opts, &progress);
         assert!(matches!(got, Err(LibraryError::Cancelled)), "{stage}: {got:?}");

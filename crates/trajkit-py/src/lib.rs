@@ -113,6 +113,11 @@ pub(crate) fn build_summary(
         let message = format!("--strict: {failure}; no library written, {} is unchanged", output.display());
         return Err(errors::with_location::<errors::RejectedRecordError>(py, message, None, None, None));
     }
+    if let Some(failure) = &summary.contamination_failure {
+        let message =
+            format!("--fail-on-contamination: {failure}; no library written, {} is unchanged", output.display());
+        return Err(errors::with_location::<errors::BuildError>(py, message, None, None, None));
+    }
     let json = serde_json::json!({
         "library": output.display().to_string(),
         "files": summary.files,

@@ -10,7 +10,9 @@ use std::time::Instant;
 
 use pyo3::prelude::*;
 use serde::Deserialize;
-use trajkit_library::{BuildOptions, BuildPlan, BuildSession, ClusterOptions, FileGroup, LibraryError, Progress};
+use trajkit_library::{
+    BuildOptions, BuildPlan, BuildSession, ClusterOptions, ContaminationOptions, FileGroup, LibraryError, Progress,
+};
 
 use crate::errors;
 use crate::wait;
@@ -30,6 +32,9 @@ struct Options {
     /// Task clustering (`trajkit_library::ClusterOptions`, fields as its JSON).
     #[serde(default)]
     clusters: Option<ClusterOptions>,
+    /// The contamination report (`trajkit_library::ContaminationOptions`, fields as its JSON).
+    #[serde(default)]
+    contamination: Option<ContaminationOptions>,
 }
 
 impl Options {
@@ -45,6 +50,7 @@ impl Options {
             strict: o.strict,
             max_record_bytes: o.max_record_bytes,
             clusters: o.clusters.unwrap_or_default(),
+            contamination: o.contamination.unwrap_or_default(),
             threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
             ..BuildOptions::default()
         };

@@ -78,7 +78,12 @@ def assert_same_library(a, b, *, same_shards):
     columns = "ordinal, id, source, path, split, task_rank, quality_tier, duplicate_group, duplicate_group_size"
     query = f"(SELECT {columns} FROM trajectories)"
     assert_same_stream(table(a, query, "ordinal"), table(b, query, "ordinal"), "trajectories")
-    for name in ("evaluation/summary.json", "coverage.json", "evaluation/model_imitation.json"):
+    for name in (
+        "evaluation/summary.json",
+        "coverage.json",
+        "evaluation/model_imitation.json",
+        "evaluation/contamination.json",
+    ):
         with open(os.path.join(a, name), "rb") as fa, open(os.path.join(b, name), "rb") as fb:
             assert fa.read() == fb.read(), name
     fa, fb = files(a), files(b)

@@ -3,6 +3,7 @@
 a worker killed mid-build changes nothing, and ``read_trajectories`` yields what
 ``read_arrow`` yields. One Ray instance for the module (starting Ray costs seconds)."""
 
+import json
 import os
 import signal
 import subprocess
@@ -30,7 +31,8 @@ def local_ray():
 
 #: Finalize's stages in order, as the Ray build's summary times them.
 FINALIZE_STAGES = [
-    "loading partials", "merging", "task clusters", "indexing", "near duplicates", "evaluation rows", "statistics",
+    "loading partials", "merging", "task clusters", "indexing", "near duplicates", "contamination", "evaluation rows",
+    "statistics",
     "coverage", "gallery", "manifest", "done",
 ]
 
@@ -83,6 +85,41 @@ def test_cluster_options_reach_the_engine_alike_from_the_cli_python_and_ray(tmp_
     assert_same_library(cli, tmp_path / "py", same_shards=True)
     clusters = trajkit.Library(tmp_path / "py").query("SELECT count(*) AS n FROM task_clusters").to_pylist()
     assert clusters == [{"n": 361}]
+
+
+def _tau2_protected_registry(tmp_path):
+    """tau2 as the evaluation_only source, every other fixture family as training."""
+    train = sorted(str(p) for p in FIXTURES.iterdir() if p.is_dir() and p.name != "tau2")
+    registry = tmp_path / "sources.toml"
+    registry.write_text(
+        f'[[source]]\nname = "bench"\npaths = ["{FIXTURES / "tau2"}"]\nrole = "evaluation_only"\n\n'
+        f'[[source]]\nname = "rest"\npaths = {json.dumps(train)}\nrole = "training"\n'
+    )
+    return registry
+
+
+def test_fail_on_contamination_fails_alike_from_the_cli_python_and_ray(tmp_path) -> None:
+    # The real fixtures with tau2 protected: 18 Gym telecom runs share 13-grams with six
+    # protected tasks (crates/trajkit-library/tests/contamination.rs pins the report).
+    registry = _tau2_protected_registry(tmp_path)
+    got = subprocess.run(
+        [rust_binary(), "build", "--quiet", "--registry", str(registry), "--fail-on-contamination", "-o", str(tmp_path / "cli")],
+        capture_output=True,
+        text=True,
+    )
+    assert got.returncode == 1, got.stderr
+    assert "18 training-eligible trajectories overlap a protected task by content" in got.stderr
+    with pytest.raises(trajkit.BuildError, match="18 training-eligible trajectories"):
+        trajkit.build(out=tmp_path / "py", registry=registry, fail_on_contamination=True)
+    with pytest.raises(trajkit.BuildError, match="18 training-eligible trajectories"):
+        tray.build(out=tmp_path / "ray", registry=registry, group_bytes=256 << 10, contamination={"fail": True})
+    assert not any((tmp_path / n).exists() for n in ("cli", "py", "ray"))
+    # Without the option the three build the same library, report included.
+    cli = cli_build(tmp_path / "cli", "--registry", str(registry))
+    tray.build(out=tmp_path / "ray", registry=registry, group_bytes=256 << 10)
+    assert_same_library(cli, tmp_path / "ray", same_shards=False)
+    report = json.loads((cli / "evaluation" / "contamination.json").read_text())
+    assert report["totals"] == {"tasks_with_overlaps": 6, "instruction_overlaps": 0, "content_overlaps": 18}
 
 
 def _die_once(marker_dir):

@@ -361,6 +361,19 @@ fn query_is_read_only_and_stats_agree_with_the_rows() {
     assert!(table.starts_with("38 attempts of 37 tasks from 6 sources"), "{table}");
     assert!(table.contains("success@k, descriptive"));
     assert!(table.contains("pass@k, estimate"));
+    // The contamination report's totals (evaluation/contamination.json): the examples'
+    // protected task has no overlapping training trajectory.
+    assert!(table.contains(
+        "contamination (13-word n-grams): 0 of 1 protected tasks overlapped; 0 training trajectories caught by \
+         instruction (now protected), 0 training-eligible by content"
+    ));
+    let out = trajkit(&["stats", s(&lib), "--json"]);
+    let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(stats["contamination"]["protected_clusters"], 1);
+    assert_eq!(
+        stats["contamination"]["totals"],
+        serde_json::json!({"tasks_with_overlaps": 0, "instruction_overlaps": 0, "content_overlaps": 0})
+    );
 }
 
 #[test]

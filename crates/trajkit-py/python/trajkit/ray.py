@@ -176,6 +176,7 @@ def build(
     max_retries: int = 3,
     task_hook: Optional[Callable[[Dict[str, Any]], None]] = None,
     clusters: Optional[Dict[str, Any]] = None,
+    contamination: Optional[Dict[str, Any]] = None,
 ) -> Dict[str, Any]:
     """``trajkit build`` on Ray: plan on the driver, one Ray task per file group writing
     its partial into the output's staging directory (which must be on storage every node
@@ -188,7 +189,9 @@ def build(
     ``clusters`` sets task clustering as ``trajkit build``'s flags of the same names do:
     ``{"instruction_similarity": 0.7, "boilerplate_fraction": 0.01,
     "boilerplate_min_instructions": 3, "generic_instruction_keys": 10,
-    "trajectory_similarity": 0.8}``.
+    "trajectory_similarity": 0.8}``. ``contamination`` sets the contamination report as
+    ``trajkit build``'s flags do: ``{"max_documents": 10, "min_ngrams": 1, "fail": False}``
+    (``fail`` is ``--fail-on-contamination``: raises ``BuildError``, nothing written).
     """
     options = _options(
         paths,
@@ -199,6 +202,7 @@ def build(
         strict=strict,
         shard_bytes=None if shard_mib is None else int(shard_mib) << 20,
         clusters=clusters,
+        contamination=contamination,
     )
     session = _native.RayBuild(options)
     clock = [time.monotonic()]

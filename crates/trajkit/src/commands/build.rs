@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 use trajkit_formats::FileReport;
-use trajkit_library::{BuildOptions, ClusterOptions, Progress, SplitConfig};
+use trajkit_library::{BuildOptions, ClusterOptions, ContaminationOptions, Progress, SplitConfig};
 use trajkit_ops::BuildRequest;
 
 /// Options of `trajkit build`.
@@ -57,6 +57,36 @@ pub struct BuildArgs {
     /// Task clustering by content (docs/quality.md#task-clusters).
     #[command(flatten)]
     pub clusters: ClusterArgs,
+    /// The contamination report (docs/quality.md#contamination-report).
+    #[command(flatten)]
+    pub contamination: ContaminationArgs,
+}
+
+/// The contamination options of `trajkit build` (`trajkit_library::ContaminationOptions`).
+#[derive(clap::Args)]
+pub struct ContaminationArgs {
+    /// Fail (exit 1, nothing written, the previous library kept) when a training-eligible
+    /// trajectory shares 13-word n-grams with a protected task.
+    #[arg(long)]
+    pub fail_on_contamination: bool,
+    /// An n-gram in more than this many training interactions or protected tasks is common
+    /// phrasing and ignored.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub contamination_max_documents: u64,
+    /// Least shared n-grams for a content overlap.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub contamination_min_ngrams: u64,
+}
+
+impl ContaminationArgs {
+    /// The library's options.
+    pub fn options(&self) -> ContaminationOptions {
+        ContaminationOptions {
+            max_documents: self.contamination_max_documents,
+            min_ngrams: self.contamination_min_ngrams,
+            fail: self.fail_on_contamination,
+        }
+    }
 }
 
 /// The task-cluster options of `trajkit build` (`trajkit_library::ClusterOptions`).
@@ -153,6 +183,11 @@ pub fn run(args: &BuildArgs) -> Result<u8> {
         eprintln!("trajkit: no library written; {} is unchanged", args.output.display());
         return Ok(1);
     }
+    if let Some(failure) = &summary.contamination_failure {
+        eprintln!("trajkit: --fail-on-contamination: {failure}");
+        eprintln!("trajkit: no library written; {} is unchanged", args.output.display());
+        return Ok(1);
+    }
     if !args.quiet {
         eprintln!(
             "built {}: {} files ({} unreadable), {} records, {} trajectories, {} rejected, {} shard(s)",
@@ -202,6 +237,7 @@ impl BuildArgs {
                 wait: self.wait,
                 max_record_bytes: Some(self.read.max_record_bytes()),
                 clusters: self.clusters.options(),
+                contamination: self.contamination.options(),
             },
             redaction: self.redaction.options(),
         }

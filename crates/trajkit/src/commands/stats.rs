@@ -74,13 +74,50 @@ pub fn run(library: &Path, by: Option<&str>, json: bool, dedup: Option<&str>) ->
         }
         return Ok(0);
     }
-    let s = stats::compute(&conn, &index)?;
+    let mut s = stats::compute(&conn, &index)?;
+    let contamination = trajkit_library::contamination::summary(lib.root())?;
     if json {
+        if let Some(o) = s.as_object_mut() {
+            o.insert("contamination".into(), contamination);
+        }
         outln!("{}", serde_json::to_string_pretty(&s)?);
         return Ok(0);
     }
-    print_summary(&s, &conn, &index)?;
+    print_summary(&s, &contamination, &conn, &index)?;
     Ok(0)
+}
+
+/// The contamination report's totals and its per-source table (evaluation/contamination.json).
+fn print_contamination(c: &Value) {
+    if c.get("status").is_some() {
+        outln!("\ncontamination: not computed (library built before the report existed)");
+        return;
+    }
+    let t = &c["totals"];
+    outln!(
+        "\ncontamination ({}-word n-grams): {} of {} protected tasks overlapped; {} training trajectories caught by \
+         instruction (now protected), {} training-eligible by content",
+        c["method"]["ngram_words"],
+        t["tasks_with_overlaps"],
+        c["protected_clusters"],
+        t["instruction_overlaps"],
+        t["content_overlaps"]
+    );
+    let rows: Vec<Vec<String>> = c["by_source"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|r| vec![num(&r["source"]), num(&r["instruction_overlaps"]), num(&r["content_overlaps"])])
+                .collect()
+        })
+        .unwrap_or_default();
+    if !rows.is_empty() {
+        let header: Vec<String> = ["source", "instruction (now protected)", "content (training-eligible)"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        out!("{}", render(&header, &rows));
+    }
 }
 
 /// Latency per source and model: only groups where some attempt published a duration.
@@ -109,7 +146,7 @@ fn print_latency(s: &Value) {
     out!("{}", render(&header, &rows));
 }
 
-fn print_summary(s: &Value, conn: &rusqlite::Connection, index: &Path) -> Result<()> {
+fn print_summary(s: &Value, contamination: &Value, conn: &rusqlite::Connection, index: &Path) -> Result<()> {
     let o = &s["outcomes"];
     let solved = &s["tasks_solved_at_least_once"];
     outln!("{} attempts of {} tasks from {} sources", s["attempts"], s["tasks"], s["sources"]);
@@ -192,6 +229,7 @@ fn print_summary(s: &Value, conn: &rusqlite::Connection, index: &Path) -> Result
         q["structural_valid"], q["complete"], q["sft_eligible"], q["training_eligible"],
         s["duplicates"]["groups_with_duplicates"], s["duplicates"]["groups_with_disagreeing_outcomes"], s["rejected_records"]
     );
+    print_contamination(contamination);
     outln!("\n(--json for everything, including outcomes by scaffold, family and tier)");
     Ok(())
 }
