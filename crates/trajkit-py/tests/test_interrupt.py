@@ -80,5 +80,6 @@ def test_sigint_stops_within_a_second_without_output(kind, request, tmp_path) ->
     # index writer threads and removes its staging directory.
     limit = 3.0 if kind == "build" else 1.5
     assert elapsed < limit, f"took {elapsed:.2f}s to stop"
-    # Nothing is left: no output, no dataset card, no temporary file.
-    assert os.listdir(tmp_path) == []
+    # Nothing is left: no output, no dataset card, no temporary file (a build's lock file,
+    # `.NAME.trajkit.lock`, stays by design: it is how the next build takes the lock).
+    assert [p for p in os.listdir(tmp_path) if not p.endswith(".trajkit.lock")] == []
