@@ -6,7 +6,8 @@ trajectory a content copy of another under a fresh id, so duplicate groups and r
 have work), built in phases in this process with the engine's own functions (the ones
 `trajkit.ray.build` schedules: plan, a partial per group, finish). Prints one row per N:
 partial seconds, bytes of `entries.jsonl` handed to finalize, finalize seconds and its
-stages, finalize's peak RSS (VmHWM, reset before finalize) and the stage it peaked in
+stages, finalize's CPU seconds (user + system, all threads: less sensitive than wall
+time to other load on the machine), finalize's peak RSS (VmHWM, reset before finalize) and the stage it peaked in
 (VmRSS sampled every 0.1 s), and the index size.
 
 Synthetic on purpose: no real corpus of millions of rollouts fits this machine; the real
@@ -107,8 +108,10 @@ def one(work: str, n: int, steps: int) -> dict:
         f.write("5")
     sampler = Sampler()
     sampler.start()
+    cpu = os.times()
     summary = json.loads(session.finish(plan))
     t2 = time.monotonic()
+    cpu_s = sum(os.times()[:2]) - sum(cpu[:2])
     sampler.stop.set()
     sampler.join()
     index = os.path.getsize(os.path.join(lib, "index.sqlite"))
@@ -116,6 +119,7 @@ def one(work: str, n: int, steps: int) -> dict:
     return {
         "trajectories": summary["trajectories"], "steps_each": steps, "partials_s": round(t1 - t0, 1),
         "entries_mib": round(entries / 2**20, 1), "finalize_s": round(t2 - t1, 1),
+        "finalize_cpu_s": round(cpu_s, 1),
         "finalize_peak_rss_mib": peak_rss_mib(),
         "peak_in": peak_stage(sampler.samples, summary["finalize_stages"]), "index_mib": round(index / 2**20, 1),
         "stages": {k: round(v, 1) for k, v in summary["finalize_stages"] if v >= 0.05},
