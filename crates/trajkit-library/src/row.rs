@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// One accepted trajectory as the library sees it. Field order is the JSON key order.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     /// Library-unique id: the record's id, suffixed `~N` for the N-th later record with the same id.
     pub id: String,

@@ -133,15 +133,7 @@ fn row(t: &Trajectory, spec: &Spec, shard_line: u64) -> Row {
         duplicate_outcomes_disagree: false,
         duration_seconds: None,
         cached_tokens: t.metrics.as_ref().and_then(|m| m.cached_tokens),
-        shard_offset: None,
-        frame_offset: None,
-        instruction_digest: None,
-        task_cluster: None,
-        task_cluster_reason: None,
-        task_cluster_similarity: None,
-        near_duplicate_group: None,
-        near_duplicate_group_size: None,
-        near_duplicate_similarity: None,
+        ..Row::default()
     }
 }
 
