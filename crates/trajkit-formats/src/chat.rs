@@ -328,9 +328,8 @@ pub(crate) fn first_instruction(steps: &[Step]) -> Option<String> {
         .and_then(|s| s.content.as_ref().and_then(content_text))
 }
 
-/// Task of a generic chat row: an `id` column (string or number) → `<family>/<id>`,
-/// explicit; else the hashed first user instruction (environment `family`); else the
-/// record hash.
+/// Task of a generic chat row: its `id` column (string or number) and first user
+/// instruction (see [`task_of`]).
 fn chat_task(family: &str, row: &mut Map<String, Value>, steps: &[Step], sha: &str) -> Task {
     let id = match row.get("id") {
         Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
@@ -340,13 +339,19 @@ fn chat_task(family: &str, row: &mut Map<String, Value>, steps: &[Step], sha: &s
     if id.is_some() {
         row.remove("id");
     }
-    let instruction = first_instruction(steps);
+    task_of(family, id, first_instruction(steps), sha)
+}
+
+/// The task of a record in environment `environment`: an id → `<environment>/<id>`,
+/// explicit; else the hashed instruction; else the record hash. Shared with mapped records.
+pub(crate) fn task_of(environment: &str, id: Option<String>, instruction: Option<String>, sha: &str) -> Task {
+    let id = id.filter(|s| !s.is_empty());
     let (key, key_source) = match (&id, &instruction) {
-        (Some(id), _) => (format!("{family}/{id}"), TaskKeySource::Explicit),
-        (None, Some(text)) => (instruction_task_key(text, Some(family)), TaskKeySource::InstructionHash),
-        (None, None) => (format!("r:{}", &sha[..16]), TaskKeySource::RecordHash),
+        (Some(id), _) => (format!("{environment}/{id}"), TaskKeySource::Explicit),
+        (None, Some(text)) => (instruction_task_key(text, Some(environment)), TaskKeySource::InstructionHash),
+        (None, None) => (format!("r:{}", sha.get(..16).unwrap_or(sha)), TaskKeySource::RecordHash),
     };
-    Task { environment: Some(family.to_string()), environment_version: None, id, instruction, key, key_source }
+    Task { environment: Some(environment.to_string()), environment_version: None, id, instruction, key, key_source }
 }
 
 /// The record around the steps: tools, model, outcome, task, gaps.

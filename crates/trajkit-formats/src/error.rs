@@ -21,6 +21,8 @@ pub enum FormatError {
     Internal(String),
     #[error("no input files found (looked for .json, .jsonl, .traj, optionally .gz/.zst)")]
     NoInput,
+    #[error("mapping {path}: {message}")]
+    Mapping { path: String, message: String },
     #[error("unknown format '{name}' (known: {known})")]
     UnknownFormat { name: String, known: String },
 }

@@ -20,6 +20,7 @@ pub mod json;
 pub mod langfuse;
 pub mod langsmith;
 pub mod links;
+pub mod mapping;
 pub mod mini_swe_agent;
 pub mod mlflow;
 pub mod nebius;

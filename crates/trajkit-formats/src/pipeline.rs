@@ -265,15 +265,7 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
 
 /// The reader `opts.format` forces, if any.
 fn forced_reader(opts: &Options) -> Result<Option<&'static dyn Reader>, FormatError> {
-    match &opts.format {
-        Some(name) => {
-            Ok(Some(registry::by_name(name).ok_or_else(|| FormatError::UnknownFormat {
-                name: name.clone(),
-                known: registry::names().join(", "),
-            })?))
-        }
-        None => Ok(None),
-    }
+    opts.format.as_deref().map(registry::resolve).transpose()
 }
 
 /// Pairs `(consumer, consumed)` of indexes into `files`: a record of the first reads the

@@ -71,3 +71,12 @@ pub fn by_name(name: &str) -> Option<&'static dyn Reader> {
 pub fn names() -> Vec<&'static str> {
     ALL.iter().map(|r| r.name()).collect()
 }
+
+/// The reader a `--format` value names: a built-in family, or `mapping:PATH` (a mapping
+/// file, see `crate::mapping`).
+pub fn resolve(name: &str) -> Result<&'static dyn Reader, crate::FormatError> {
+    if let Some(path) = name.strip_prefix(crate::mapping::FORMAT_PREFIX) {
+        return Ok(crate::mapping::load(std::path::Path::new(path))?);
+    }
+    by_name(name).ok_or_else(|| crate::FormatError::UnknownFormat { name: name.to_string(), known: names().join(", ") })
+}

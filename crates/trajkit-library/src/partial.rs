@@ -150,7 +150,7 @@ fn write_partial(
         })?;
         sink.source = source;
         let src = &resolved.source;
-        let format = if src.format == "auto" { opts.format.clone() } else { Some(src.format.clone()) };
+        let format = resolved.forced_format(opts.format.as_ref());
         let read_opts = Options {
             format,
             canonical: true,

@@ -146,7 +146,7 @@ fn allowed_cuts(registry: &Registry, opts: &BuildOptions, files: &[PlannedFile])
         let source = files[start].source;
         let end = start + files[start..].iter().take_while(|f| f.source == source).count();
         let src = &registry.sources[source].source;
-        let format = if src.format == "auto" { opts.format.clone() } else { Some(src.format.clone()) };
+        let format = registry.sources[source].forced_format(opts.format.as_ref());
         let read_opts = Options { format, max_record_bytes: opts.max_record_bytes, ..Default::default() };
         let inputs: Vec<InputFile> = files[start..end].iter().map(PlannedFile::input).collect();
         let edges = trajkit_formats::consumption_edges(&inputs, &read_opts)

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use globset::{Glob, GlobMatcher};
 use serde::{Deserialize, Serialize};
-use trajkit_model::Status;
+pub use trajkit_model::SuccessRule;
 
 use crate::error::LibraryError;
 
@@ -53,6 +53,10 @@ pub struct Source {
     /// Success rule for sources whose outcome is a reward, e.g. `reward >= 1.0`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub success: Option<String>,
+    /// A mapping file (relative to the registry file) that reads the source's in-house
+    /// shape (docs/formats/mapping.md); excludes `format`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mapping: Option<String>,
 }
 
 fn auto() -> String {
@@ -64,51 +68,6 @@ fn auto() -> String {
 struct RegistryFile {
     #[serde(default, rename = "source")]
     sources: Vec<Source>,
-}
-
-/// A comparison of the reward with a threshold: `reward >= 1.0`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct SuccessRule {
-    op: Op,
-    threshold: f64,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Op {
-    Ge,
-    Gt,
-    Le,
-    Lt,
-    Eq,
-}
-
-impl SuccessRule {
-    /// Parses `reward OP NUMBER` with OP one of `>=`, `>`, `<=`, `<`, `==`.
-    pub fn parse(text: &str) -> Option<SuccessRule> {
-        let rest = text.trim().strip_prefix("reward")?.trim_start();
-        let (op, number) = [(">=", Op::Ge), ("<=", Op::Le), ("==", Op::Eq), (">", Op::Gt), ("<", Op::Lt)]
-            .iter()
-            .find_map(|(s, op)| rest.strip_prefix(s).map(|n| (*op, n)))?;
-        let threshold: f64 = number.trim().parse().ok()?;
-        threshold.is_finite().then_some(SuccessRule { op, threshold })
-    }
-
-    /// The status a reward gives: success when the rule holds, failure otherwise.
-    pub fn status(&self, reward: f64) -> Status {
-        let t = self.threshold;
-        let ok = match self.op {
-            Op::Ge => reward >= t,
-            Op::Gt => reward > t,
-            Op::Le => reward <= t,
-            Op::Lt => reward < t,
-            Op::Eq => reward == t,
-        };
-        if ok {
-            Status::Success
-        } else {
-            Status::Failure
-        }
-    }
 }
 
 /// A source with its paths resolved and its rule parsed.
@@ -125,6 +84,8 @@ pub struct ResolvedSource {
     /// What the library's paths are relative to: the registry's directory, or the input
     /// argument (its directory for a file), so they do not depend on the working directory.
     pub base: SourceBase,
+    /// The source's mapping file, absolute.
+    pub mapping: Option<PathBuf>,
 }
 
 /// A source's base directory, as the user named it and canonical.
@@ -159,6 +120,16 @@ impl SourceBase {
 }
 
 impl ResolvedSource {
+    /// The format to force on this source's files: its mapping (`mapping:PATH`), its
+    /// `format`, or when that is `auto` the build's `--format` (`default`).
+    pub fn forced_format(&self, default: Option<&String>) -> Option<String> {
+        match (&self.mapping, self.source.format.as_str()) {
+            (Some(m), _) => Some(format!("{}{}", trajkit_formats::mapping::FORMAT_PREFIX, m.display())),
+            (None, "auto") => default.cloned(),
+            (None, f) => Some(f.to_string()),
+        }
+    }
+
     /// True when `path` (absolute, canonical) belongs to this source.
     pub fn covers(&self, path: &Path) -> bool {
         self.prefixes.iter().any(|p| path.starts_with(p)) || self.globs.iter().any(|g| g.is_match(path))
@@ -236,6 +207,7 @@ impl Registry {
                 version: None,
                 role: Role::Training,
                 success: None,
+                mapping: None,
             };
             let base = if abs.is_dir() { input.as_path() } else { trajkit_io::parent_dir(input) };
             sources.push(ResolvedSource {
@@ -245,6 +217,7 @@ impl Registry {
                 globs: vec![],
                 roots: vec![input.clone()],
                 base: SourceBase::new(base),
+                mapping: None,
             });
         }
         Registry { sources, file: None }
@@ -276,7 +249,16 @@ fn resolve(source: Source, rule: Option<SuccessRule>, base: &Path, given: &Path)
             prefixes.push(abs);
         }
     }
-    Ok(ResolvedSource { source, rule, prefixes, globs, roots, base: SourceBase::new(given) })
+    let mapping = match &source.mapping {
+        Some(_) if source.format != "auto" => return Err("`mapping` and `format` exclude each other".into()),
+        Some(m) => {
+            let abs = base.join(m);
+            trajkit_formats::mapping::load(&abs).map_err(|e| format!("`mapping`: {e}"))?;
+            Some(abs)
+        }
+        None => None,
+    };
+    Ok(ResolvedSource { source, rule, prefixes, globs, roots, base: SourceBase::new(given), mapping })
 }
 
 /// The directories of a glob before its first wildcard component.
@@ -327,19 +309,6 @@ pub fn benchmark_hint(name_and_paths: &str, formats: &[&str]) -> Option<&'static
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn success_rules_parse_and_apply() {
-        let r = SuccessRule::parse("reward >= 1.0").unwrap();
-        assert_eq!(r.status(1.0), Status::Success);
-        assert_eq!(r.status(0.99), Status::Failure);
-        let r = SuccessRule::parse(" reward>0 ").unwrap();
-        assert_eq!(r.status(0.0), Status::Failure);
-        assert_eq!(r.status(0.5), Status::Success);
-        assert!(SuccessRule::parse("score >= 1").is_none());
-        assert!(SuccessRule::parse("reward >= x").is_none());
-        assert!(SuccessRule::parse("reward >= inf").is_none());
-    }
 
     #[test]
     fn benchmark_hints() {

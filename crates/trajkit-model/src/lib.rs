@@ -4,11 +4,13 @@
 pub mod canonical;
 pub mod interaction;
 pub mod record;
+pub mod success;
 pub mod time;
 
 pub use canonical::{content_digest, seal, sha256_hex};
 pub use interaction::interaction_digest;
 pub use record::*;
+pub use success::SuccessRule;
 
 /// JSON Schema of the canonical record (published as docs/record.schema.json).
 pub fn json_schema() -> serde_json::Value {

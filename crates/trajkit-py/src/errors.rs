@@ -39,10 +39,12 @@ pub fn with_location<E: pyo3::PyTypeInfo>(
     err
 }
 
-/// A read driver failure as a Python exception: unknown format is a usage error, the rest input errors.
+/// A read driver failure as a Python exception: an unknown format or a broken mapping file is a
+/// usage error, the rest input errors.
 pub fn format_error(py: Python<'_>, e: &FormatError) -> PyErr {
     match e {
         FormatError::UnknownFormat { .. } => with_location::<UsageError>(py, e.to_string(), None, None, None),
+        FormatError::Mapping { path, .. } => with_location::<UsageError>(py, e.to_string(), Some(path), None, None),
         FormatError::Io { path, .. } | FormatError::Report { path, .. } | FormatError::Empty { path } => {
             with_location::<InputError>(py, e.to_string(), Some(path), None, None)
         }

@@ -34,6 +34,10 @@ pub struct ReadOptions {
     /// Force a format instead of detecting it per file.
     #[arg(long)]
     pub format: Option<String>,
+    /// Read every file through a mapping file (docs/formats/mapping.md): an in-house JSON
+    /// shape without code. Same as `--format mapping:FILE`.
+    #[arg(long, value_name = "FILE", conflicts_with = "format")]
+    pub mapping: Option<PathBuf>,
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -47,6 +51,18 @@ pub struct ReadOptions {
 }
 
 impl ReadOptions {
+    /// The forced format: `--format`, or `--mapping` as `mapping:ABSOLUTE_PATH` (absolute,
+    /// so that worker processes in other directories find the same file).
+    pub fn forced_format(&self) -> Option<String> {
+        match &self.mapping {
+            Some(path) => {
+                let abs = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+                Some(format!("{}{}", trajkit_formats::mapping::FORMAT_PREFIX, abs.display()))
+            }
+            None => self.format.clone(),
+        }
+    }
+
     /// The record size limit in bytes.
     pub fn max_record_bytes(&self) -> usize {
         trajkit_ops::record_bytes(self.max_record_mib)
@@ -58,7 +74,7 @@ impl ReadArgs {
     pub fn request(&self) -> trajkit_formats::ReadRequest {
         trajkit_formats::ReadRequest {
             paths: self.paths.clone(),
-            format: self.options.format.clone(),
+            format: self.options.forced_format(),
             outcomes: self.options.outcomes.clone(),
             max_record_bytes: Some(self.options.max_record_bytes()),
         }

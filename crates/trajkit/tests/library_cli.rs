@@ -466,3 +466,72 @@ fn stats_and_export_count_duplicate_groups_once_with_dedup_and_change_nothing_wi
     assert_eq!((lines(&plain), lines(&exact), lines(&near)), (292, 292, 279), "{said}");
     assert!(said.contains("duplicate 13"), "{said}");
 }
+
+#[test]
+fn a_source_read_through_a_mapping_joins_the_library_and_its_task_clusters() {
+    // The real tau-bench run twice: once through a mapping (examples/mappings), once through the
+    // built-in reader in an evaluation-only source. The mapped copy keys its task differently
+    // (its environment differs), and its instruction still ties it to the protected task.
+    let dir = tempfile::tempdir().unwrap();
+    for d in ["mapped", "heldout"] {
+        std::fs::create_dir_all(dir.path().join(d)).unwrap();
+        std::fs::copy(repo("examples/corpus/tau_bench/tb_airline.json"), dir.path().join(d).join("run.json")).unwrap();
+    }
+    std::fs::copy(repo("examples/mappings/tau-bench-v1.toml"), dir.path().join("tb.toml")).unwrap();
+    let registry = dir.path().join("sources.toml");
+    std::fs::write(
+        &registry,
+        "[[source]]\nname = \"inhouse\"\npaths = [\"mapped\"]\nmapping = \"tb.toml\"\n\n[[source]]\nname = \"bench\"\npaths = [\"heldout\"]\nrole = \"evaluation_only\"\n",
+    )
+    .unwrap();
+    let lib = dir.path().join("lib");
+    let out = trajkit(&["build", "-q", "--registry", s(&registry), "-o", s(&lib)]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let rows = rows(&lib);
+    let got: Vec<(&str, &str, &str, &str)> = rows
+        .iter()
+        .map(|r| {
+            let f = |k: &str| r[k].as_str().unwrap();
+            (f("source"), f("format"), f("task_key"), f("split"))
+        })
+        .collect();
+    // Two keys (the environment is part of an instruction hash), one cluster by content.
+    assert_eq!(
+        got,
+        [
+            ("inhouse", "mapping:tau-bench-v1", "h:a73908ba6a93bac6", "protected_evaluation"),
+            ("bench", "tau-bench", "h:881faad19e08b79d", "protected_evaluation"),
+        ]
+    );
+    let cluster = query(&lib, "SELECT task_cluster, task_cluster_reason FROM trajectories ORDER BY ordinal");
+    assert_eq!(cluster[0]["task_cluster"], cluster[1]["task_cluster"], "one task cluster: {cluster:?}");
+    let reasons: Vec<&Value> = cluster.iter().map(|r| &r["task_cluster_reason"]).collect();
+    assert!(reasons.contains(&&Value::from("same_instruction")), "{reasons:?}");
+    // `mapping` and `format` together are a registry error (exit 2, nothing built).
+    std::fs::write(
+        &registry,
+        "[[source]]\nname = \"x\"\npaths = [\"mapped\"]\nmapping = \"tb.toml\"\nformat = \"tau-bench\"\n",
+    )
+    .unwrap();
+    let out = trajkit(&["build", "-q", "--registry", s(&registry), "-o", s(&dir.path().join("lib2"))]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("`mapping` and `format` exclude each other"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn mapping_flag_reads_an_in_house_shape_and_excludes_format() {
+    let mapping = repo("examples/mappings/tau-bench-v1.toml");
+    let input = repo("examples/corpus/tau_bench/tb_airline.json");
+    let out = trajkit(&["inspect", "--json", "--mapping", s(&mapping), s(&input)]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (v["format"].as_str(), v["steps"].as_u64(), v["tool_calls"].as_u64()),
+        (Some("mapping:tau-bench-v1"), Some(42), Some(12))
+    );
+    let out = trajkit(&["inspect", "--mapping", s(&mapping), "--format", "tau-bench", s(&input)]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = trajkit(&["inspect", "--mapping", s(&repo("README.md")), s(&input)]);
+    assert_eq!(out.status.code(), Some(2), "an unreadable mapping reads nothing");
+    assert!(text(&out.stderr).contains("mapping "), "{}", text(&out.stderr));
+}

@@ -229,7 +229,7 @@ impl BuildArgs {
                     test: self.test,
                     salt: self.split_salt.clone(),
                 },
-                format: self.read.format.clone(),
+                format: self.read.forced_format(),
                 outcomes: self.read.outcomes.clone(),
                 strict: self.strict,
                 shard_bytes: self.shard_mib.max(1) << 20,

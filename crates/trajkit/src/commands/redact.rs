@@ -144,7 +144,7 @@ pub fn run(args: &RedactArgs) -> Result<u8> {
             None => None,
         };
         let opts = Options {
-            format: args.read.options.format.clone(),
+            format: args.read.options.forced_format(),
             canonical: false,
             records: true,
             outcomes,
