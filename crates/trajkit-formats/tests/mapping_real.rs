@@ -204,3 +204,53 @@ fn a_broken_mapping_file_stops_the_read_with_its_reason() {
         "{err}"
     );
 }
+
+/// Synthetic: the ReAct step list (`{thought, action: {name, args}, observation}` items
+/// without roles) that many in-house agents log; no real file of this shape was found
+/// published. Each item is an assistant step whose inline call is answered by the item's own
+/// observation (never by position across items).
+#[test]
+fn react_steps_with_inline_calls_and_their_observations() {
+    let dir = tempfile::tempdir().unwrap();
+    let mapping = mapping_file(
+        &dir,
+        r#"
+name = "react"
+[record]
+messages = "steps"
+instruction = "question"
+[message]
+default_role = "assistant"
+content = "answer"
+reasoning = "thought"
+call_name = "action.name"
+call_arguments = "action.args"
+result = "observation"
+"#,
+    );
+    let data = dir.path().join("runs.json");
+    std::fs::write(
+        &data,
+        r#"{"question": "What is 15% of 47.83?", "steps": [
+            {"thought": "Compute it.", "action": {"name": "calc", "args": {"expr": "47.83*0.15"}}, "observation": "7.1745"},
+            {"thought": "Round.", "action": {"name": "round", "args": "{\"x\": 7.1745, \"n\": 2}", "note": "kept"}, "observation": "7.17"},
+            {"thought": "Done.", "answer": "7.17"}
+        ]}"#,
+    )
+    .unwrap();
+    let c = mapped(&mapping, data);
+    assert!(c.rejections.is_empty(), "{:?}", c.rejections);
+    let t = &c.trajectories[0];
+    let roles: Vec<Role> = t.steps.iter().map(|s| s.role).collect();
+    assert_eq!(roles, [Role::Assistant, Role::Tool, Role::Assistant, Role::Tool, Role::Assistant]);
+    assert_eq!(t.steps[0].tool_calls[0].id.as_deref(), Some("inline-call-0"));
+    assert_eq!(t.steps[1].tool_results[0].call_id.as_deref(), Some("inline-call-0"));
+    assert_eq!(t.steps[2].tool_calls[0].arguments, serde_json::json!({"x": 7.1745, "n": 2}));
+    assert_eq!(t.steps[3].tool_results[0].call_id.as_deref(), Some("inline-call-2"));
+    assert_eq!(t.steps[2].extra.get("action"), Some(&serde_json::json!({"note": "kept"})));
+    assert_eq!(t.steps[4].content, Some(serde_json::json!("7.17")));
+    assert_eq!(t.steps[0].reasoning.as_deref(), Some("Compute it."));
+    assert!(t.steps[0].extra.is_empty(), "no role was stated, none is recorded: {:?}", t.steps[0].extra);
+    assert!(t.gaps.is_empty(), "{:?}", t.gaps);
+    assert_eq!(t.task.instruction.as_deref(), Some("What is 15% of 47.83?"));
+}

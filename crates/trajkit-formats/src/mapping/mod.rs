@@ -150,7 +150,7 @@ impl MappingReader {
         let base = r.messages.place("$");
         let mut steps = Vec::with_capacity(messages.len());
         for (i, m) in messages.into_iter().enumerate() {
-            steps.push(self.map_step(m, &idx(&base, i))?);
+            self.map_message(m, &idx(&base, i), &mut steps)?;
         }
         let session = self.scalar_text(r.session.as_ref(), &mut row)?;
         let task_id = self.scalar_text(r.task_id.as_ref(), &mut row)?;
@@ -180,18 +180,21 @@ impl MappingReader {
     }
 
     /// One message as a step: its role through `[message.roles]`, content, reasoning,
-    /// timestamp, an assistant's (or simulated user's) calls, a tool message's result (linked by call id later,
-    /// never by position); what the mapping does not name stays in the step's `extra`.
-    fn map_step(&self, msg: Value, at: &str) -> Result<Step, Problem> {
+    /// timestamp, an assistant's (or simulated user's) calls, a tool message's result (linked
+    /// by call id later, never by position); what the mapping does not name stays in the
+    /// step's `extra`. A result carried in the message itself (`message.result`) follows as
+    /// its own step.
+    fn map_message(&self, msg: Value, at: &str, steps: &mut Vec<Step>) -> Result<(), Problem> {
         let Value::Object(mut msg) = msg else {
             return Err(Problem::new(Reason::SchemaViolation, at, "a message must be an object"));
         };
         let m = &self.spec.message;
         let filled = filled_objects(&msg);
-        let role_text = match m.role.take(&mut msg, at)? {
-            Some(Value::String(s)) => s,
-            Some(other) => return Err(self.wrong(&m.role, at, "a string role", &other)),
-            None => {
+        let (role_text, stated) = match (m.role.take(&mut msg, at)?, &m.default_role) {
+            (Some(Value::String(s)), _) => (s, true),
+            (Some(other), _) => return Err(self.wrong(&m.role, at, "a string role", &other)),
+            (None, Some(default)) => (default.clone(), false),
+            (None, None) => {
                 return Err(Problem::new(
                     Reason::SchemaViolation,
                     m.role.place(at),
@@ -213,31 +216,53 @@ impl MappingReader {
             Role::Tool => {
                 let call_id = self.scalar_text_at(Some(&m.tool_call_id), &mut msg, at)?;
                 let mut s = Step::new(Role::Tool, None);
-                s.tool_results.push(ToolResult {
-                    call_id,
-                    content,
-                    extra: Default::default(),
-                    subagent_refs: Vec::new(),
-                });
+                s.tool_results.push(result(call_id, content));
                 s
             }
             // A simulated user may call tools too (tau2's user tools).
             Role::Assistant | Role::User => {
                 let mut s = Step::new(role, content);
                 s.tool_calls = self.calls(&mut msg, at)?;
+                if s.tool_calls.is_empty() {
+                    s.tool_calls.extend(self.inline_call(&mut msg, at)?);
+                }
                 s
             }
             other => Step::new(other, content),
         };
-        if role_text != role.as_str() {
+        if stated && role_text != role.as_str() {
             step.extra.insert("role".into(), Value::String(role_text));
         }
         step.reasoning = reasoning;
         step.timestamp = timestamp;
         step.metrics = self.metrics(&mut msg, at)?;
+        let answer = match &m.result {
+            Some(path) => path.take(&mut msg, at)?,
+            None => None,
+        };
         drop_emptied(&mut msg, &filled);
         step.extra.extend(into_extra(msg));
-        Ok(step)
+        let answer = answer.map(|v| answer_step(&mut step, steps.len(), v));
+        steps.push(step);
+        steps.extend(answer);
+        Ok(())
+    }
+
+    /// The call written in the message itself (`message.call_name`, ...), if any.
+    fn inline_call(&self, msg: &mut Map<String, Value>, at: &str) -> Result<Option<ToolCall>, Problem> {
+        let Some(c) = &self.spec.message.inline_call else { return Ok(None) };
+        let name = match c.name.take(msg, at)? {
+            None => return Ok(None),
+            Some(Value::String(s)) => s,
+            Some(other) => return Err(self.wrong(&c.name, at, "a string tool name", &other)),
+        };
+        let id = self.scalar_text_at(c.id.as_ref(), msg, at)?;
+        let raw = match &c.arguments {
+            Some(p) => p.take(msg, at)?,
+            None => None,
+        };
+        let (arguments, arguments_invalid) = arguments(raw);
+        Ok(Some(ToolCall { arguments, arguments_invalid, extra: Default::default(), id, name, text_embedded: false }))
     }
 
     /// Token counts and cost of a message, when the mapping names them and any is present.
@@ -415,6 +440,32 @@ impl MappingReader {
             path.place(at),
             format!("mapping path `{}` needs {wanted}, found {}", path.as_str(), type_name(found)),
         )
+    }
+}
+
+/// A result answering `call_id` (none: unlinked).
+fn result(call_id: Option<String>, content: Option<Value>) -> ToolResult {
+    ToolResult { call_id, content, extra: Default::default(), subagent_refs: Vec::new() }
+}
+
+/// The step of a result carried in message `index` (`step`): it answers the message's only
+/// call (an id-less call gets `inline-call-<index>`, as text-embedded calls get synthetic
+/// ids); a message with several calls leaves it unlinked (a gap), one with none makes it an
+/// environment observation.
+fn answer_step(step: &mut Step, index: usize, content: Value) -> Step {
+    match step.tool_calls.as_mut_slice() {
+        [] => Step::new(Role::Environment, Some(content)),
+        [only] => {
+            let id = only.id.get_or_insert_with(|| format!("inline-call-{index}")).clone();
+            let mut s = Step::new(Role::Tool, None);
+            s.tool_results.push(result(Some(id), Some(content)));
+            s
+        }
+        _ => {
+            let mut s = Step::new(Role::Tool, None);
+            s.tool_results.push(result(None, Some(content)));
+            s
+        }
     }
 }
 

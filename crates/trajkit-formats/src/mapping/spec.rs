@@ -59,6 +59,11 @@ struct MessageFile {
     prompt_tokens: Option<String>,
     completion_tokens: Option<String>,
     cost_usd: Option<String>,
+    default_role: Option<String>,
+    call_name: Option<String>,
+    call_arguments: Option<String>,
+    call_id: Option<String>,
+    result: Option<String>,
     #[serde(default)]
     roles: BTreeMap<String, String>,
 }
@@ -130,8 +135,23 @@ pub struct MessagePaths {
     pub prompt_tokens: Option<FieldPath>,
     pub completion_tokens: Option<FieldPath>,
     pub cost_usd: Option<FieldPath>,
+    /// The role (a source value) of messages without one: ReAct step lists have no roles.
+    pub default_role: Option<String>,
+    /// One call written in the message itself (`action.name`, `action.args`), read when the
+    /// message has no `tool_calls` array.
+    pub inline_call: Option<InlineCall>,
+    /// The result of the message's call carried in the same message (`observation`).
+    pub result: Option<FieldPath>,
     /// Source role value → canonical role.
     pub roles: BTreeMap<String, Role>,
+}
+
+/// Paths of a call written in its message, relative to the message.
+#[derive(Debug)]
+pub struct InlineCall {
+    pub name: FieldPath,
+    pub arguments: Option<FieldPath>,
+    pub id: Option<FieldPath>,
 }
 
 /// Fields of one tool call, relative to the call.
@@ -233,7 +253,26 @@ fn message_paths(m: MessageFile) -> Result<MessagePaths, String> {
         };
         roles.insert(from, role);
     }
+    if let Some(d) = &m.default_role {
+        if !roles.contains_key(d) {
+            return Err(format!("`message.default_role` {d:?} is not a role of [message.roles]"));
+        }
+    }
+    let inline_call = match m.call_name {
+        Some(name) => Some(InlineCall {
+            name: path_or("message.call_name", Some(name), "")?,
+            arguments: opt_path("message.call_arguments", m.call_arguments)?,
+            id: opt_path("message.call_id", m.call_id)?,
+        }),
+        None if m.call_arguments.is_some() || m.call_id.is_some() => {
+            return Err("`message.call_arguments` / `message.call_id` need `message.call_name`".into())
+        }
+        None => None,
+    };
     Ok(MessagePaths {
+        default_role: m.default_role,
+        inline_call,
+        result: opt_path("message.result", m.result)?,
         role: path_or("message.role", m.role, "role")?,
         content: path_or("message.content", m.content, "content")?,
         reasoning: opt_path("message.reasoning", m.reasoning)?,
