@@ -116,6 +116,10 @@ fn pydantic_ai_attribute_capture_links_tool_spans_to_calls_by_id() {
     assert_eq!(t.steps[2].tool_calls[0].arguments, json!({"city": "Paris"}));
     assert_eq!(t.steps[4].tool_results[0].content, Some(json!({"zone": "UTC", "time": "12:00"})));
     assert_eq!(tokens(t), vec![(Some(61), Some(15)), (Some(71), Some(25))]);
+    // startTimeUnixNano 1792489224994417000, endTimeUnixNano 1792489224999144000.
+    assert_eq!(t.steps[2].timestamp.as_deref(), Some("2026-10-20T09:40:24.994417000Z"));
+    let duration = t.steps[2].metrics.as_ref().and_then(|m| m.duration_seconds);
+    assert_eq!(duration.map(|d| (d * 1e6).round()), Some(4727.0));
     let tools: Vec<&str> =
         t.tools.as_deref().unwrap_or_default().iter().filter_map(|d| d.get("name").and_then(Value::as_str)).collect();
     assert_eq!(tools, vec!["get_weather", "get_time"]);

@@ -5,6 +5,7 @@
 //! id. See docs/formats/otel.md, "Span mapping".
 
 use serde_json::{json, Map, Value};
+use trajkit_model::time::iso_from_unix_nanos;
 use trajkit_model::{Extra, Metrics};
 
 use super::attrs::{attributes, id, indexed, nanos};
@@ -117,7 +118,12 @@ pub(crate) fn span(mut raw: Map<String, Value>, a: &Attrs) -> Span {
         _ => None,
     }
     .unwrap_or(span_name);
-    let order = nanos(raw.get("startTimeUnixNano")).map(order_key_int).unwrap_or_default();
+    let start = nanos(raw.get("startTimeUnixNano"));
+    let order = start.map(order_key_int).unwrap_or_default();
+    let duration = match (start, nanos(raw.get("endTimeUnixNano"))) {
+        (Some(a), Some(b)) if b >= a => Some((b - a) as f64 / 1e9),
+        _ => None,
+    };
     let (input, output) = match kind {
         Kind::Tool => tool_io(a),
         _ => (llm_input(a), llm_output(a)),
@@ -129,11 +135,11 @@ pub(crate) fn span(mut raw: Map<String, Value>, a: &Attrs) -> Span {
         kind,
         name,
         order,
-        timestamp: None,
+        timestamp: start.and_then(iso_from_unix_nanos),
         input,
         output,
         model: llm.then(|| a.first_str(&["gen_ai.response.model", "gen_ai.request.model", "llm.model_name"])).flatten(),
-        metrics: llm.then(|| metrics(a)).flatten(),
+        metrics: llm.then(|| metrics(a, duration)).flatten(),
         call_id: a.first_str(&["gen_ai.tool.call.id", "tool_call.id"]),
         raw,
         id_key: Some("spanId"),
@@ -319,8 +325,9 @@ pub(crate) fn tool_definitions(a: &Attrs) -> Vec<Value> {
         .collect()
 }
 
-/// Token usage of a model call in GenAI, OpenLLMetry or OpenInference names.
-fn metrics(a: &Attrs) -> Option<Metrics> {
+/// Token usage of a model call in GenAI, OpenLLMetry or OpenInference names, and its
+/// duration (end minus start time).
+fn metrics(a: &Attrs, duration: Option<f64>) -> Option<Metrics> {
     let prompt = a.u64(&[
         "gen_ai.usage.input_tokens",
         "gen_ai.usage.prompt_tokens",
@@ -334,14 +341,14 @@ fn metrics(a: &Attrs) -> Option<Metrics> {
         "llm.usage.completion_tokens",
     ]);
     let cached = a.u64(&["gen_ai.usage.cache_read.input_tokens", "llm.token_count.prompt_details.cache_read"]);
-    if prompt.is_none() && completion.is_none() {
+    if prompt.is_none() && completion.is_none() && duration.is_none() {
         return None;
     }
     Some(Metrics {
         cached_tokens: cached,
         completion_tokens: completion,
         cost_usd: None,
-        duration_seconds: None,
+        duration_seconds: duration,
         extra: Extra::new(),
         prompt_tokens: prompt,
     })
