@@ -310,3 +310,51 @@ fn otlp_spans_without_genai_attributes_are_not_claimed() {
     assert_eq!(report(&forced, "http.json").reasons, counts(&[("not_a_rollout", 1)]));
     assert!(from_file(&forced, "http.json").is_empty());
 }
+
+/// The real Pydantic AI file with its second trace's spans moved into the first trace
+/// (synthetic: one trace holding two `invoke_agent` roots), and one span's ids removed.
+fn merged_runs(dir: &Path, drop_ids_of_one_span: bool) {
+    let text = std::fs::read_to_string(real("otel/pydantic_ai_2.58.0.json")).expect("fixture");
+    let mut doc: Value = serde_json::from_str(&text).expect("json");
+    let spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"].as_array_mut().expect("spans");
+    for s in spans.iter_mut() {
+        s["traceId"] = json!("3a5605542c96b9179eb9de72cd6221ac");
+    }
+    if drop_ids_of_one_span {
+        spans[0].as_object_mut().map(|o| o.remove("spanId"));
+    }
+    std::fs::write(dir.join("merged.json"), doc.to_string()).expect("write");
+}
+
+#[test]
+fn a_trace_with_two_top_level_agent_runs_is_one_record_per_run() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    merged_runs(tmp.path(), false);
+    let c = read(&[tmp.path().to_path_buf()]);
+    let ids: Vec<&str> = c.trajectories.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        vec![
+            "otel-3a5605542c96b9179eb9de72cd6221ac-e98176d611877ec1",
+            "otel-3a5605542c96b9179eb9de72cd6221ac-99b573ac6ce5b3b5"
+        ]
+    );
+    let steps: Vec<usize> = c.trajectories.iter().map(|t| t.steps.len()).collect();
+    assert_eq!(steps, vec![6, 3]);
+}
+
+#[test]
+fn a_span_without_its_id_is_rejected_with_file_and_field() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    merged_runs(tmp.path(), true);
+    let c = read(&[tmp.path().to_path_buf()]);
+    assert_eq!(c.rejections.len(), 1);
+    let p = &c.rejections[0].problems[0];
+    assert_eq!(
+        (c.rejections[0].reason.as_str(), p.json_path.as_str()),
+        ("schema_violation", "$.resourceSpans[0].spans[0].spanId")
+    );
+    assert!(p.message.contains("merged.json"), "{}", p.message);
+    // The rest is read: the first run lost its first model call (its output) only.
+    assert_eq!(c.trajectories.len(), 2);
+}
