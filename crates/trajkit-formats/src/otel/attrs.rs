@@ -124,6 +124,10 @@ pub(crate) fn nanos(v: Option<&Value>) -> Option<u128> {
     }
 }
 
+/// Deeper names are not rebuilt: the rebuild recurses once per segment, and attribute
+/// names are input (the conventions' deepest is 7 segments).
+const MAX_SEGMENTS: usize = 32;
+
 /// The items of an indexed, flattened attribute family (`prefix.N.rest`), in index
 /// order, each rebuilt as a nested value (`rest` split at dots; numeric segments become
 /// list positions). A name that clashes with another (a leaf and a parent) is dropped.
@@ -135,7 +139,7 @@ pub(crate) fn indexed(attrs: &Map<String, Value>, prefix: &str) -> Vec<Value> {
             continue;
         };
         let segs: Vec<&str> = rest.split('.').collect();
-        if segs.first().is_none_or(|s| s.parse::<usize>().is_err()) {
+        if segs.len() > MAX_SEGMENTS || segs.first().is_none_or(|s| s.parse::<usize>().is_err()) {
             continue;
         }
         insert(&mut root, &segs, v.clone());
@@ -217,6 +221,9 @@ mod tests {
             {"key": "p.0.message.role.x", "value": {"stringValue": "clash"}},
             {"key": "p.name", "value": {"stringValue": "not indexed"}}
         ]));
+        let mut deep = attrs.clone();
+        deep.insert(format!("p.2{}", ".x".repeat(100_000)), Value::Null);
+        assert_eq!(indexed(&deep, "p").len(), 2, "a name of 100,001 segments is skipped");
         assert_eq!(
             indexed(&attrs, "p"),
             vec![
