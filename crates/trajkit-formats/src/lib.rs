@@ -25,6 +25,7 @@ pub mod mini_swe_agent;
 pub mod mlflow;
 pub mod nebius;
 pub mod openhands;
+pub mod otel;
 pub mod outcomes;
 pub mod parquet;
 pub mod paths;

@@ -593,7 +593,7 @@ impl Producer {
                     stopped = self.send_if_full().is_err();
                     !stopped
                 };
-                reader_of.expand_document(&doc, limit, &mut emit)
+                reader_of.expand_file(file, &doc, limit, &mut emit)
             };
             match expanded {
                 Some(result) => {

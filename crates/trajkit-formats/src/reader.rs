@@ -152,6 +152,19 @@ pub trait Reader: Send + Sync {
         None
     }
 
+    /// `expand_document` with the file being read, for readers whose records gather
+    /// parts of several files (OTLP traces split over rotated files, see `otel.rs`). The
+    /// default asks `expand_document`; the driver asks this.
+    fn expand_file(
+        &self,
+        _file: &InputFile,
+        bytes: &[u8],
+        limit: usize,
+        emit: &mut dyn FnMut(Result<Vec<u8>, Problem>) -> bool,
+    ) -> Option<Result<(), String>> {
+        self.expand_document(bytes, limit, emit)
+    }
+
     /// Maps one record to a trajectory or a rejection. Runs in parallel.
     fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult;
 }

@@ -30,6 +30,7 @@ static INSPECT: crate::inspect::InspectReader = crate::inspect::InspectReader;
 static MLFLOW: crate::mlflow::MlflowReader = crate::mlflow::MlflowReader;
 static LANGFUSE: crate::langfuse::LangfuseReader = crate::langfuse::LangfuseReader;
 static LANGSMITH: crate::langsmith::LangsmithReader = crate::langsmith::LangsmithReader;
+static OTEL: crate::otel::OtelReader = crate::otel::OtelReader;
 static ALL: &[&dyn Reader] = &[
     &CANONICAL,
     &ATIF,
@@ -55,6 +56,7 @@ static ALL: &[&dyn Reader] = &[
     &MLFLOW,
     &LANGFUSE,
     &LANGSMITH,
+    &OTEL,
 ];
 
 /// Every registered reader.

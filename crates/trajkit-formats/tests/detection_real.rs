@@ -126,6 +126,7 @@ fn every_document_family_is_detected_with_its_keys_last_in_a_multi_mib_document(
         ("mlflow", 2),
         ("nebius", 1),
         ("openhands", 3),
+        ("otel", 4),
         ("sharegpt", 1),
         ("swe-agent", 5),
         ("swe-gym", 1),

@@ -81,6 +81,35 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
+/// `YYYY-MM-DDTHH:MM:SS.fffffffffZ` of nanoseconds since the epoch (OTLP's
+/// `startTimeUnixNano`), for sources that state times only as numbers; `None` past 9999.
+pub fn iso_from_unix_nanos(nanos: u128) -> Option<String> {
+    let secs = i64::try_from(nanos / 1_000_000_000).ok()?;
+    let frac = nanos % 1_000_000_000;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (year, month, day) = civil_from_days(days);
+    if year > 9999 {
+        return None;
+    }
+    let (h, m, s) = (rem / 3_600, rem % 3_600 / 60, rem % 60);
+    Some(format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{frac:09}Z"))
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (the inverse of
+/// `days_from_civil`, Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,5 +129,15 @@ mod tests {
             Some(69_452_046.0)
         );
         assert_eq!(seconds_between("2000-01-02T00:00:00Z", "2000-01-01T00:00:00Z"), None);
+    }
+
+    #[test]
+    fn nanoseconds_since_the_epoch_as_iso_and_back() {
+        assert_eq!(iso_from_unix_nanos(0).as_deref(), Some("1970-01-01T00:00:00.000000000Z"));
+        let iso = iso_from_unix_nanos(1_792_489_224_994_417_000).expect("in range");
+        assert_eq!(iso, "2026-10-20T09:40:24.994417000Z");
+        assert_eq!(unix_seconds(&iso).map(|s| s.round()), Some(1_792_489_225.0));
+        assert_eq!(iso_from_unix_nanos(951_868_800_000_000_000).as_deref(), Some("2000-03-01T00:00:00.000000000Z"));
+        assert_eq!(iso_from_unix_nanos(u128::MAX), None);
     }
 }
