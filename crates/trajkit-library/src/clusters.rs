@@ -352,11 +352,13 @@ impl Graph {
     /// strongest chain of links from the anchor (widest path).
     fn emit(&self, nodes: &[usize], adj: &[Vec<(usize, Strength)>], split: &SplitConfig, out: &mut Clusters) {
         let key_nodes: Vec<usize> = nodes.iter().copied().filter(|&n| n < self.keys.len()).collect();
-        let protected = self.pairs.iter().any(|(&(k, _), &e)| e && key_nodes.binary_search(&(k as usize)).is_ok());
+        // The cluster is protected when one of its keys has an evaluation trajectory: looked
+        // up per key (a scan of every pair per cluster made this stage quadratic).
         let eval_key = key_nodes
             .iter()
             .copied()
             .find(|&k| self.pairs.range((k as u32, 0)..=(k as u32, u32::MAX)).any(|(_, &e)| e));
+        let protected = eval_key.is_some();
         let Some(anchor) = eval_key.or_else(|| key_nodes.first().copied()) else { return };
         let anchor_key = &self.keys[anchor];
         let id = format!("tc-{}", &hex(&Sha256::digest(anchor_key.as_bytes()))[..16]);

@@ -290,8 +290,19 @@ struct Content {
 
 impl Content {
     fn of(t: &Trajectory) -> Content {
+        if signatures_off() {
+            return Content::default();
+        }
         Content { sketch: crate::near::content_sketch(t), ngrams: crate::contamination::fingerprints(t) }
     }
+}
+
+/// Bench switch `TRAJKIT_BENCH_NO_SIGNATURES=1`: the map phase computes no instruction
+/// shingles, content sketches or fingerprints, so bench/ab.sh can price them (docs/PERFORMANCE.md).
+/// Not a user option: the library it builds lacks near-duplicates and contamination.
+fn signatures_off() -> bool {
+    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OFF.get_or_init(|| std::env::var_os("TRAJKIT_BENCH_NO_SIGNATURES").is_some_and(|v| v == "1"))
 }
 
 /// The analyzer of one source: its row (id and shard filled in later), steps and calls.
@@ -301,8 +312,10 @@ fn analyzer(source: &ResolvedSource, split: &SplitConfig, sketched: Sketched) ->
         let row = make_row(t, t.id.clone(), &source, &split, String::new(), 0);
         let (steps, calls) = step_rows(t);
         let shingles = match &row.instruction_digest {
-            Some(_) => t.task.instruction.as_deref().map(crate::minhash::shingles).unwrap_or_default(),
-            None => Vec::new(),
+            Some(_) if !signatures_off() => {
+                t.task.instruction.as_deref().map(crate::minhash::shingles).unwrap_or_default()
+            }
+            _ => Vec::new(),
         };
         // Which copy of an interaction carries the sketch varies between runs; the sketch
         // does not (it is a function of the interaction), and finalize keys it by digest.

@@ -319,6 +319,20 @@ fn attempts(conn: &Connection, path: &Path) -> Result<Value, LibraryError> {
     Ok(json!({"per_task": per_task, "per_environment": per_env}))
 }
 
+/// What `trajkit stats --json` prints and the Python `Library.stats()` returns: the summary
+/// recomputed from the library's index (each duplicate group counted once with `dedup`) and
+/// the contamination report's summary under `contamination`.
+pub fn report(root: &Path, dedup: crate::Dedup) -> Result<Value, LibraryError> {
+    let index = root.join("index.sqlite");
+    let conn = crate::index::open_read_only(&index)?;
+    dedup.apply(&conn, &index)?;
+    let mut s = compute(&conn, &index)?;
+    if let Some(o) = s.as_object_mut() {
+        o.insert("contamination".into(), crate::contamination::summary(root)?);
+    }
+    Ok(s)
+}
+
 /// The whole summary (`evaluation/summary.json`).
 pub fn compute(conn: &Connection, path: &Path) -> Result<Value, LibraryError> {
     let q = |sql: &str| one_u64(conn, path, sql);

@@ -155,6 +155,21 @@ fn query(py: Python<'_>, library: PathBuf, sql: String) -> PyResult<Bound<'_, Py
     table.into_pyarrow(py)
 }
 
+/// `trajkit stats --json` of a library (`dedup`: none, exact or near), as a JSON string:
+/// the same library function the CLI calls.
+#[pyfunction]
+#[pyo3(signature = (library, dedup=None))]
+fn stats(py: Python<'_>, library: PathBuf, dedup: Option<String>) -> PyResult<String> {
+    let dedup: trajkit_library::Dedup = dedup
+        .as_deref()
+        .unwrap_or("none")
+        .parse()
+        .map_err(|e: String| errors::with_location::<errors::UsageError>(py, e, None, None, None))?;
+    let value = wait::run(py, move |_| library::stats(library, dedup))?
+        .map_err(|m| errors::with_location::<errors::BuildError>(py, m, None, None, None))?;
+    Ok(value.to_string())
+}
+
 /// A library's canonical records (JSON strings) matching an optional SQL condition,
 /// streamed in library order.
 #[pyfunction]
@@ -177,6 +192,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(build, m)?)?;
     m.add_function(wrap_pyfunction!(export, m)?)?;
     m.add_function(wrap_pyfunction!(query, m)?)?;
+    m.add_function(wrap_pyfunction!(stats, m)?)?;
     m.add_function(wrap_pyfunction!(trajectories, m)?)?;
     m.add_class::<scale::RayBuild>()?;
     m.add_function(wrap_pyfunction!(scale::plan, m)?)?;

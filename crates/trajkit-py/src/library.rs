@@ -37,6 +37,12 @@ pub fn query(root: PathBuf, sql: String) -> Result<RecordBatch, Failure> {
     RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).map_err(|e| e.to_string())
 }
 
+/// `trajkit stats --json` of the library at `root` (the library's own function).
+pub fn stats(root: PathBuf, dedup: trajkit_library::Dedup) -> Result<serde_json::Value, Failure> {
+    let lib = Library::open(&root).map_err(|e| e.to_string())?;
+    trajkit_library::stats::report(lib.root(), dedup).map_err(|e| e.to_string())
+}
+
 /// One SQLite result column as an Arrow array of the narrowest type that holds it.
 fn column(values: Vec<Value>) -> (DataType, ArrayRef) {
     let all = |f: fn(&Value) -> bool| values.iter().all(|v| matches!(v, Value::Null) || f(v));

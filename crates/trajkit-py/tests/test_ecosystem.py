@@ -1,6 +1,7 @@
 """The Python ecosystem reads trajkit's output directly: Hugging Face `datasets`, pandas,
 Polars and DuckDB, on the example corpus shipped in the repository."""
 
+import json
 import subprocess
 
 import duckdb
@@ -89,7 +90,20 @@ def test_build_summary_and_library(library) -> None:
     assert len(list(lib.trajectories())) == 38
     assert len(list(lib.trajectories(where="split = 'test'"))) == 3
     assert lib.rows().num_rows == 38
-    assert isinstance(lib.stats(), dict)
+    stats = lib.stats()
+    assert stats["attempts"] == 38
+    assert stats["contamination"]["method"]["ngram_words"] == 13
+
+
+def test_library_stats_equal_the_cli_json(library) -> None:
+    """`Library.stats()` and `trajkit stats --json` are one library function: equal, dedup too."""
+    path, _ = library
+    lib = trajkit.Library(path)
+    for dedup in (None, "exact", "near"):
+        args = [rust_binary(), "stats", str(path), "--json"] + (["--dedup", dedup] if dedup else [])
+        cli = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
+        assert lib.stats(dedup) == cli
+        assert "contamination" in cli
 
 
 def test_library_records_stream_in_library_order(library) -> None:

@@ -8,6 +8,9 @@ use std::path::{Component, Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use trajkit_model::Trajectory;
+
+use crate::isolation::{isolation, render_leaks, summary, IsolationReport};
 use crate::state::check::Expectation;
 use crate::state::StateError;
 
@@ -22,6 +25,8 @@ pub enum AdmissionError {
     Invalid { path: PathBuf, line: u64, message: String },
     #[error(transparent)]
     State(#[from] StateError),
+    #[error(transparent)]
+    Replay(#[from] crate::replay::ReplayError),
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> AdmissionError + '_ {
@@ -41,6 +46,10 @@ pub struct Task {
     pub instruction: Option<String>,
     /// The expectation file, relative to task.json's directory.
     pub expect: String,
+    /// The witness route (a canonical reference trajectory), relative to task.json's
+    /// directory: its material must not reach solvers (isolation).
+    #[serde(default)]
+    pub witness: Option<String>,
     #[serde(default)]
     pub learning_value: LearningValueConfig,
 }
@@ -111,6 +120,9 @@ pub struct AdmissionRecord {
     pub meaning: Question,
     pub correctness: Question,
     pub learning_value: Question,
+    /// Solver isolation, when solver trajectories were given: a leak refuses admission.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<IsolationReport>,
 }
 
 /// Recorded evidence read from the evidence directory.
@@ -122,17 +134,24 @@ struct Evidence {
     attempts: Option<Vec<bool>>,
 }
 
-/// Resolves a path named inside task.json: relative, no `..`, inside `base`.
-fn inside(base: &Path, rel: &str, file: &Path) -> Result<PathBuf, AdmissionError> {
+/// Resolves a path named in task.json's `field`: relative, no `..`, inside `base`.
+fn inside(base: &Path, field: &str, rel: &str, file: &Path) -> Result<PathBuf, AdmissionError> {
     let p = Path::new(rel);
     if rel.is_empty() || p.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir)) {
-        return Err(invalid(file, 1, format!("expect: {rel:?} must be a relative path inside the task's directory")));
+        return Err(invalid(file, 1, format!("{field}: {rel:?} must be a relative path inside the task's directory")));
     }
     Ok(base.join(p))
 }
 
-/// Reads task.json and the evidence directory and answers the four questions.
-pub fn admit(task_path: &Path, evidence_dir: &Path) -> Result<AdmissionRecord, AdmissionError> {
+/// task.json read and checked, with its expectation loaded and its witness located.
+pub struct LoadedTask {
+    pub task: Task,
+    pub expect: Expectation,
+    pub witness_path: Option<PathBuf>,
+}
+
+/// Reads and validates task.json and loads its expectation.
+pub fn load_task(task_path: &Path) -> Result<LoadedTask, AdmissionError> {
     let bytes = fs::read(task_path).map_err(io(task_path))?;
     let task: Task = serde_json::from_slice(&bytes).map_err(|e| invalid(task_path, e.line() as u64, e.to_string()))?;
     let lv = &task.learning_value;
@@ -146,14 +165,32 @@ pub fn admit(task_path: &Path, evidence_dir: &Path) -> Result<AdmissionRecord, A
         return Err(invalid(task_path, 1, "learning_value.criterion: want \"rate\" or \"interval\""));
     }
     let base = task_path.parent().unwrap_or(Path::new("."));
-    let expect_path = inside(base, &task.expect, task_path)?;
-    let expect = Expectation::load(&expect_path)?;
+    let expect = Expectation::load(&inside(base, "expect", &task.expect, task_path)?)?;
+    let witness_path = task.witness.as_deref().map(|w| inside(base, "witness", w, task_path)).transpose()?;
+    Ok(LoadedTask { task, expect, witness_path })
+}
+
+/// Reads task.json and the evidence directory and answers the four questions.
+pub fn admit(task_path: &Path, evidence_dir: &Path) -> Result<AdmissionRecord, AdmissionError> {
+    admit_with_solvers(task_path, evidence_dir, None)
+}
+
+/// [`admit`], and with solver trajectories also solver isolation: a task whose solvers saw
+/// witness-only material or expected values is not admitted.
+pub fn admit_with_solvers(
+    task_path: &Path,
+    evidence_dir: &Path,
+    solvers: Option<&[Trajectory]>,
+) -> Result<AdmissionRecord, AdmissionError> {
+    let LoadedTask { task, expect, .. } = load_task(task_path)?;
+    let isolation = solvers.map(|s| isolation(task_path, s)).transpose()?;
     let ev = read_evidence(evidence_dir)?;
     let feasibility = feasibility(&ev, &expect.sha256);
     let meaning = meaning(&ev);
     let correctness = correctness(&ev, &expect.sha256);
     let learning_value = learning_value(&ev, &task.learning_value);
-    let admitted = [&feasibility, &meaning, &correctness, &learning_value].iter().all(|q| q.answer == Answer::Yes);
+    let admitted = [&feasibility, &meaning, &correctness, &learning_value].iter().all(|q| q.answer == Answer::Yes)
+        && isolation.as_ref().is_none_or(|i| i.isolated);
     Ok(AdmissionRecord {
         kind: ADMISSION_KIND.into(),
         task: json!({"id": task.id, "path": task_path.display().to_string(), "instruction": task.instruction,
@@ -164,6 +201,7 @@ pub fn admit(task_path: &Path, evidence_dir: &Path) -> Result<AdmissionRecord, A
         meaning,
         correctness,
         learning_value,
+        isolation,
     })
 }
 
@@ -487,6 +525,9 @@ pub fn render_human(r: &AdmissionRecord) -> String {
         ("learning value", &r.learning_value),
     ] {
         s += &format!("  {name}: {} — {}\n", word(q.answer), q.reason);
+    }
+    if let Some(i) = &r.isolation {
+        s += &format!("  isolation: {} — {}\n{}", if i.isolated { "yes" } else { "no" }, summary(i), render_leaks(i));
     }
     s
 }

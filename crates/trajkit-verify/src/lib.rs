@@ -8,6 +8,7 @@ pub mod diagnose;
 pub mod env;
 pub mod finite;
 pub mod gate;
+pub mod isolation;
 pub mod ledger;
 pub mod manifest;
 pub mod redact;

@@ -6,9 +6,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 use trajkit_model::Trajectory;
-use trajkit_verify::admission::{admit, Answer};
+use trajkit_model::{Role, Step};
+use trajkit_verify::admission::{admit, admit_with_solvers, render_human, Answer};
 use trajkit_verify::counterfactual::{counterfactual, Claims};
 use trajkit_verify::env::EnvSpec;
+use trajkit_verify::isolation::MaterialKind;
 use trajkit_verify::replay::{replay, ReplayOptions};
 use trajkit_verify::state::check::Expectation;
 use trajkit_verify::state::{IgnoreSpec, Store};
@@ -189,4 +191,103 @@ fn malformed_task_and_evidence_are_errors_naming_the_file() {
     std::fs::write(ev.join("attempts.jsonl"), "{\"passed\": true}\n{\"passed\": \"yes\"}\n").unwrap();
     let err = admit(&t, &ev).unwrap_err().to_string();
     assert!(err.ends_with("attempts.jsonl:2: passed: want true or false"), "{err}");
+}
+
+/// A solver run: a recorded run of the task under another id, with `step` inserted at `at`.
+fn solver(id: &str, at: usize, role: Role, text: &str) -> Trajectory {
+    let mut t = trajectory("tag_ada.json");
+    t.id = id.into();
+    t.steps.insert(at, Step::new(role, Some(json!(text))));
+    t
+}
+
+#[test]
+fn solver_isolation_refuses_a_task_whose_solvers_saw_the_witness_or_the_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let task_json = task(d, json!({"witness": "witness.json"}));
+    std::fs::copy(root().join("tests/env/contacts/tag_ada.json"), d.join("task/witness.json")).unwrap();
+    let ev = good_evidence(d);
+
+    // The recorded runs as solvers: they saw the instruction and their own tool results.
+    let clean = [trajectory("tag_ada.json"), trajectory("tag_ada_alternate.json")];
+    let r = admit_with_solvers(&task_json, &ev, Some(&clean)).unwrap();
+    let iso = r.isolation.as_ref().unwrap();
+    assert_eq!((r.admitted, iso.isolated, iso.solvers, iso.material.len()), (true, true, 2, 3));
+    assert!(render_human(&r).ends_with(
+        "  isolation: yes — 2 solver trajectories saw none of 3 pieces of witness-only material and expected values\n"
+    ));
+
+    // A system prompt carrying the witness's route: contact_id 4 is the witness's argument
+    // and the check's expected value; the rest the instruction states.
+    let route = solver(
+        "solver-route",
+        0,
+        Role::System,
+        "You manage contacts. A known-good route: search_contacts(query=\"Ada\"), \
+         create_contact(name=\"Ada Lovelace\", email=\"ada@example.com\"), add_tag(contact_id=4, tag=\"vip\").",
+    );
+    // A user turn that gives away the check's owner_id.
+    let told = solver("solver-told", 1, Role::User, "It is checked that the contact is saved with owner_id = 1.");
+    let r = admit_with_solvers(&task_json, &ev, Some(&[clean[0].clone(), route, told])).unwrap();
+    let answers = [r.feasibility.answer, r.meaning.answer, r.correctness.answer, r.learning_value.answer];
+    assert_eq!((r.admitted, answers), (false, [YES; 4]));
+    let iso = r.isolation.as_ref().unwrap();
+    let leaks: Vec<_> = iso
+        .leaks
+        .iter()
+        .map(|l| {
+            (
+                l.trajectory.as_str(),
+                l.step,
+                l.field.as_str(),
+                l.kind,
+                l.from.as_str(),
+                l.material_field.as_deref(),
+                l.value.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        leaks,
+        vec![
+            (
+                "solver-route",
+                Some(0),
+                "steps[0].content",
+                MaterialKind::WitnessArgument,
+                "witness steps[5].tool_calls[0] add_tag",
+                Some("contact_id"),
+                "4"
+            ),
+            (
+                "solver-route",
+                Some(0),
+                "steps[0].content",
+                MaterialKind::ExpectedValue,
+                "expect[1] contact_tags",
+                Some("contact_id"),
+                "4"
+            ),
+            (
+                "solver-told",
+                Some(1),
+                "steps[1].content",
+                MaterialKind::ExpectedValue,
+                "expect[0] contacts",
+                Some("owner_id"),
+                "1"
+            ),
+        ]
+    );
+    let human = render_human(&r);
+    assert!(human.starts_with("task contacts/tag-ada: NOT ADMITTED\n"), "{human}");
+    assert!(human.ends_with(
+        "  isolation: no — 3 leaks in 2 of 3 solver trajectories\n\
+         \x20   LEAK solver-route (tests/env/contacts/tag_ada.json) steps[0].content: witness argument contact_id = \"4\" (from witness steps[5].tool_calls[0] add_tag)\n\
+         \x20   LEAK solver-route (tests/env/contacts/tag_ada.json) steps[0].content: expected value contact_id = \"4\" (from expect[1] contact_tags)\n\
+         \x20   LEAK solver-told (tests/env/contacts/tag_ada.json) steps[1].content: expected value owner_id = \"1\" (from expect[0] contacts)\n"
+    ), "{human}");
+    // Without solvers, isolation is not asked: the record is the four questions as before.
+    assert!(admit(&task_json, &ev).unwrap().isolation.is_none());
 }

@@ -173,6 +173,8 @@ enum Command {
     Counterfactual(commands::counterfactual::CounterfactualArgs),
     /// Answer the four admission questions of a task from recorded evidence.
     Admit(commands::admit::AdmitArgs),
+    /// Solver isolation: did solvers see the witness route's material or the check's expected values?
+    Isolation(commands::isolation::IsolationArgs),
     /// Replace secrets by consistent placeholders; writes canonical records and a report.
     Redact(commands::redact::RedactArgs),
     /// The attempt ledger: validate it against the tree and manifest, or render its table.
@@ -219,6 +221,7 @@ where
         Command::Replay(args) => commands::replay::run(&args),
         Command::Counterfactual(args) => commands::counterfactual::run(&args),
         Command::Admit(args) => commands::admit::run(&args),
+        Command::Isolation(args) => commands::isolation::run(&args),
         Command::Redact(args) => commands::redact::run(&args),
         Command::Ledger(args) => commands::ledger::run(&args),
         Command::Schedule(args) => commands::schedule::run(&args),

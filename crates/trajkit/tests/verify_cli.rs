@@ -221,3 +221,91 @@ fn counterfactual_and_admit_produce_and_read_evidence() {
     assert_eq!(v["learning_value"]["figures"]["passes"], 1);
     assert_eq!(v["learning_value"]["figures"]["attempts"], 3);
 }
+
+/// The contacts witness as an OpenAI-messages solver run (any readable format is a solver
+/// file), with `system` as its system prompt when given.
+fn messages_run(id: &str, system: Option<&str>) -> String {
+    let mut msgs = Vec::new();
+    if let Some(s) = system {
+        msgs.push(serde_json::json!({"role": "system", "content": s}));
+    }
+    msgs.push(serde_json::json!({"role": "user", "content": "Add Ada Lovelace (ada@example.com) to my contacts and tag her as vip."}));
+    for (call, name, args, result) in [
+        ("c1", "search_contacts", r#"{"query": "Ada"}"#, "[]"),
+        ("c2", "create_contact", r#"{"name": "Ada Lovelace", "email": "ada@example.com"}"#, r#"{"id":4}"#),
+        ("c3", "add_tag", r#"{"contact_id": 4, "tag": "vip"}"#, r#"{"ok":true}"#),
+    ] {
+        msgs.push(serde_json::json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": call, "type": "function", "function": {"name": name, "arguments": args}}]}));
+        msgs.push(serde_json::json!({"role": "tool", "tool_call_id": call, "content": result}));
+    }
+    serde_json::json!({"id": id, "messages": msgs}).to_string() + "\n"
+}
+
+#[test]
+fn isolation_and_admit_solvers_exit_1_on_a_leak_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::copy(root().join(EXPECT), d.join("expect.toml")).unwrap();
+    std::fs::copy(root().join(TRAJ), d.join("witness.json")).unwrap();
+    let task = d.join("task.json");
+    std::fs::write(&task, r#"{"id": "contacts/tag-ada", "instruction": "Add Ada Lovelace (ada@example.com) to my contacts and tag her as vip.", "expect": "expect.toml", "witness": "witness.json"}"#).unwrap();
+    let solvers = d.join("solvers");
+    std::fs::create_dir_all(&solvers).unwrap();
+    std::fs::write(
+        solvers.join("clean.jsonl"),
+        messages_run("s1", None) + &messages_run("s2", Some("You manage contacts.")),
+    )
+    .unwrap();
+    let args = |extra: &str| {
+        let mut v = vec![
+            "isolation".to_string(),
+            task.display().to_string(),
+            "--solvers".into(),
+            solvers.display().to_string(),
+        ];
+        v.extend(extra.split_whitespace().map(str::to_string));
+        v
+    };
+    let run = |a: Vec<String>| trajkit(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let out = run(args(""));
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "task contacts/tag-ada: ISOLATED — 2 solver trajectories saw none of 3 pieces of witness-only material and expected values\n"
+    );
+
+    std::fs::write(solvers.join("leaky.jsonl"), messages_run("s3", Some("Hint: add_tag with contact_id=4."))).unwrap();
+    let out = run(args("--json"));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["kind"], "trajkit-isolation/1");
+    assert_eq!((v["isolated"].as_bool(), v["solvers"].as_u64()), (Some(false), Some(3)));
+    let leaks: Vec<String> = v["leaks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| format!("{} {} {} {} {}", l["trajectory"], l["line"], l["field"], l["kind"], l["value"]))
+        .collect();
+    let s3 = r#""openai-messages-443120bb517c28bb" 1 "steps[0].content""#;
+    assert_eq!(leaks, vec![format!(r#"{s3} "witness_argument" "4""#), format!(r#"{s3} "expected_value" "4""#)]);
+
+    // admit: the same solvers refuse admission (exit 1) whatever the evidence says.
+    let ev = d.join("evidence");
+    std::fs::create_dir_all(&ev).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_trajkit"))
+        .args(["admit", "task.json", "--evidence", "evidence", "--solvers", "solvers"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stdout).ends_with(
+        "  isolation: no — 2 leaks in 1 of 3 solver trajectories\n\
+         \x20   LEAK openai-messages-443120bb517c28bb (solvers/leaky.jsonl:1) steps[0].content: witness argument contact_id = \"4\" (from witness steps[5].tool_calls[0] add_tag)\n\
+         \x20   LEAK openai-messages-443120bb517c28bb (solvers/leaky.jsonl:1) steps[0].content: expected value contact_id = \"4\" (from expect[1] contact_tags)\n"
+    ), "{}", text(&out.stdout));
+
+    // An unreadable solver file is an error (2): an unread run cannot be cleared.
+    std::fs::write(solvers.join("broken.jsonl"), "{\"id\": \"x\", \"messages\": [\n").unwrap();
+    assert_eq!(run(args("")).status.code(), Some(2));
+}

@@ -350,10 +350,10 @@ class Library:
             return pa.table({})
         return pj.read_json(pa.BufferReader(data))
 
-    def stats(self) -> Dict[str, Any]:
-        """Recorded-agent statistics (``evaluation/summary.json``, what ``trajkit stats --json`` reports)."""
-        with open(os.path.join(self.path, "evaluation", "summary.json"), encoding="utf-8") as f:
-            return json.load(f)
+    def stats(self, dedup: Optional[str] = None) -> Dict[str, Any]:
+        """Recorded-agent statistics recomputed from the index, with the contamination
+        report's summary: exactly what ``trajkit stats --json [--dedup exact|near]`` prints."""
+        return json.loads(_native.stats(self.path, dedup))
 
     def export(
         self,

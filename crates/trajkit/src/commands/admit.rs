@@ -1,5 +1,5 @@
 //! `trajkit admit`: the four admission questions answered from recorded evidence
-//! (docs/admission.md).
+//! (docs/admission.md), and solver isolation with `--solvers`.
 
 use crate::pipe::{out, outln};
 use std::io::Write;
@@ -7,8 +7,9 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
-use trajkit_verify::admission::{admit, render_human};
+use trajkit_verify::admission::{admit_with_solvers, render_human};
 
+use super::isolation::SolverArgs;
 use super::replay::write_report;
 
 #[derive(Args)]
@@ -18,6 +19,9 @@ pub struct AdmitArgs {
     /// Directory of recorded evidence (replays/, counterfactuals/, review.json, attempts.jsonl).
     #[arg(long, value_name = "DIR")]
     pub evidence: PathBuf,
+    /// Also check solver isolation over these solver trajectories: a leak refuses admission.
+    #[command(flatten)]
+    pub solvers: SolverArgs,
     /// Print the admission record as JSON.
     #[arg(long)]
     pub json: bool,
@@ -27,7 +31,8 @@ pub struct AdmitArgs {
 }
 
 pub fn run(args: &AdmitArgs) -> Result<u8> {
-    let record = admit(&args.task, &args.evidence)?;
+    let solvers = if args.solvers.solvers.is_empty() { None } else { Some(args.solvers.read()?) };
+    let record = admit_with_solvers(&args.task, &args.evidence, solvers.as_deref())?;
     if let Some(path) = &args.output {
         write_report(path, &record)?;
     }

@@ -10,6 +10,7 @@ pub mod export;
 pub mod gallery;
 pub mod gate;
 pub mod inspect;
+pub mod isolation;
 pub mod ledger;
 pub mod manifest;
 pub mod query;

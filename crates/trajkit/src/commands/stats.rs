@@ -74,15 +74,12 @@ pub fn run(library: &Path, by: Option<&str>, json: bool, dedup: Option<&str>) ->
         }
         return Ok(0);
     }
-    let mut s = stats::compute(&conn, &index)?;
-    let contamination = trajkit_library::contamination::summary(lib.root())?;
+    let mut s = stats::report(lib.root(), dedup)?;
     if json {
-        if let Some(o) = s.as_object_mut() {
-            o.insert("contamination".into(), contamination);
-        }
         outln!("{}", serde_json::to_string_pretty(&s)?);
         return Ok(0);
     }
+    let contamination = s.as_object_mut().and_then(|o| o.remove("contamination")).unwrap_or_default();
     print_summary(&s, &contamination, &conn, &index)?;
     Ok(0)
 }
