@@ -51,6 +51,7 @@ impl SolverArgs {
             paths: self.solvers.clone(),
             options: ReadOptions {
                 format: self.format.clone(),
+                mapping: None,
                 threads: None,
                 outcomes: None,
                 max_record_mib: trajkit_ops::DEFAULT_MAX_RECORD_MIB,
