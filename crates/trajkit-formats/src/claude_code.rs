@@ -874,6 +874,15 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
         }
     }
 
+    // Agents whose transcript is only in agent_progress lines.
+    let covered: HashSet<String> = subagents.iter().filter_map(|(a, _, _)| a.clone()).collect();
+    let streamed = progress_subagents(&lines, &covered, raw.sha256, &prov_of(&t));
+    if !streamed.is_empty() {
+        let built: HashSet<&str> = streamed.iter().filter_map(|(a, _, _)| a.as_deref()).collect();
+        slim_progress(&mut t.extra, &built);
+    }
+    subagents.extend(streamed);
+
     let mut resolved: HashSet<String> = HashSet::new();
     for (agent, prompt, sub) in subagents {
         let call = agent
@@ -917,6 +926,106 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
         t.gaps.push(Gap::at(GapKind::UnresolvedSubagentRef, step, detail));
     }
     Ok(t)
+}
+
+/// The agent a progress line streams, when it is an `agent_progress` line.
+fn progress_agent(l: &Line) -> Option<&str> {
+    let data = l.obj.get("data")?;
+    if line_type(l) != "progress" || data.get("type").and_then(Value::as_str) != Some("agent_progress") {
+        return None;
+    }
+    data.get("agentId").and_then(Value::as_str)
+}
+
+/// Subagents rebuilt from `agent_progress` lines, for agents with no sidechain or file
+/// (`covered`): each nested `data.message` (first copy of each uuid) becomes a line of the
+/// agent's transcript, chained in file order, with the progress line's number and envelope.
+fn progress_subagents(
+    lines: &[Line],
+    covered: &HashSet<String>,
+    sha: &str,
+    prov: &Provenance,
+) -> Vec<(Option<String>, Option<String>, Trajectory)> {
+    let mut order: Vec<&str> = Vec::new();
+    let mut groups: HashMap<&str, Vec<&Line>> = HashMap::new();
+    for l in lines {
+        if let Some(a) = progress_agent(l).filter(|a| !covered.contains(*a)) {
+            if !groups.contains_key(a) {
+                order.push(a);
+            }
+            groups.entry(a).or_default().push(l);
+        }
+    }
+    let mut out = Vec::new();
+    for agent in order {
+        let transcript = progress_transcript(groups.get(agent).map(Vec::as_slice).unwrap_or_default());
+        let Some(root) = transcript.first().and_then(|l| str_of(&l.obj, "uuid")).map(str::to_string) else {
+            continue;
+        };
+        let prompt =
+            transcript.iter().find(|l| line_type(l) == "user").and_then(|l| message_content(l)).and_then(content_text);
+        let sid = sha256_hex(format!("{sha}/{root}").as_bytes());
+        let count = transcript.len();
+        let (mut sub, _) =
+            trajectory(transcript.iter().collect(), format!("claude-code-{}", &sid[..16]), prov.clone(), sha);
+        sub.extra.insert("agentId".into(), Value::String(agent.to_string()));
+        sub.extra.insert("transcript_source".into(), Value::String("agent_progress".into()));
+        sub.extra.insert("progress_messages".into(), Value::from(count));
+        out.push((Some(agent.to_string()), prompt, sub));
+    }
+    out
+}
+
+/// The transcript lines of one agent's progress lines: each message with a uuid not seen
+/// before, its parent the previous message (the stream is in order and carries no tree).
+fn progress_transcript(group: &[&Line]) -> Vec<Line> {
+    let mut out = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut prev: Option<&str> = None;
+    for l in group {
+        let Some(Value::Object(msg)) = l.obj.get("data").and_then(|d| d.get("message")) else {
+            continue;
+        };
+        let Some(uuid) = str_of(msg, "uuid").filter(|u| seen.insert(u)) else {
+            continue;
+        };
+        let mut obj = msg.clone();
+        obj.insert("parentUuid".into(), prev.map_or(Value::Null, |p| Value::String(p.to_string())));
+        obj.insert("isSidechain".into(), Value::Bool(true));
+        for k in ENVELOPE {
+            if let Some(v) = l.obj.get(*k) {
+                obj.entry(*k).or_insert_with(|| v.clone());
+            }
+        }
+        prev = Some(uuid);
+        out.push(Line { no: l.no, obj });
+    }
+    out
+}
+
+/// In the kept progress lines of agents rebuilt as subagents, the first copy of each
+/// `data.message` (now a step of the subagent) is replaced by `data.message_uuid` (that
+/// step's `source_id`); a repeated copy stays verbatim.
+fn slim_progress(extra: &mut Extra, agents: &HashSet<&str>) {
+    let Some(Value::Array(kept)) = extra.get_mut("progress") else {
+        return;
+    };
+    let mut seen: HashSet<String> = HashSet::new();
+    for p in kept.iter_mut() {
+        let Some(data) = p.get_mut("data").and_then(Value::as_object_mut) else {
+            continue;
+        };
+        let streamed = data.get("type").and_then(Value::as_str) == Some("agent_progress")
+            && data.get("agentId").and_then(Value::as_str).is_some_and(|a| agents.contains(a));
+        if !streamed {
+            continue;
+        }
+        let uuid = data.get("message").and_then(|m| m.get("uuid")).and_then(Value::as_str).map(str::to_string);
+        if let Some(u) = uuid.filter(|u| seen.insert(u.clone())) {
+            data.remove("message");
+            data.insert("message_uuid".into(), Value::String(u));
+        }
+    }
 }
 
 fn prov_of(t: &Trajectory) -> Provenance {

@@ -10,6 +10,8 @@ static CANONICAL: crate::canonical::CanonicalReader = crate::canonical::Canonica
 static ATIF: atif::AtifReader = atif::AtifReader;
 static CLAUDE_CODE: claude_code::ClaudeCodeReader = claude_code::ClaudeCodeReader;
 static CODEX: codex::CodexReader = codex::CodexReader;
+static CLINE: crate::cline::ClineReader = crate::cline::ClineReader;
+static GEMINI_CLI: crate::gemini_cli::GeminiCliReader = crate::gemini_cli::GeminiCliReader;
 static SWE_AGENT: swe_agent::SweAgentReader = swe_agent::SweAgentReader;
 static MINI_SWE_AGENT: mini_swe_agent::MiniSweAgentReader = mini_swe_agent::MiniSweAgentReader;
 static GYM: gym::GymReader = gym::GymReader;
@@ -53,6 +55,8 @@ static ALL: &[&dyn Reader] = &[
     &TAU_BENCH,
     &CLAUDE_CODE,
     &CODEX,
+    &CLINE,
+    &GEMINI_CLI,
     &MLFLOW,
     &LANGFUSE,
     &LANGSMITH,

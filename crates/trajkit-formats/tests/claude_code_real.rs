@@ -25,7 +25,7 @@ const FIGURES: &[Row] = &[
     ("codemie/session-624a4a58.jsonl", 1, 0, 125, 48, &[], None),
     ("codemie/session-9eda1058.jsonl", 1, 0, 14, 3, &[("unresolved_subagent_ref", 2)], None),
     ("spotter/short.jsonl", 1, 0, 7, 2, &[], None),
-    ("spotter/subagent.jsonl", 1, 0, 33, 16, &[("unresolved_subagent_ref", 1)], None),
+    ("spotter/subagent.jsonl", 1, 1, 33, 16, &[], None),
     ("spotter/tool_heavy.jsonl", 1, 0, 19, 6, &[], None),
 ];
 
@@ -190,9 +190,11 @@ fn a_response_split_around_a_tool_result_is_one_decision() {
 }
 
 #[test]
-fn progress_lines_are_kept_and_the_progress_only_subagent_is_named() {
-    // spotter/subagent.jsonl: 25 hook_progress + 19 agent_progress lines; the Task
-    // subagent afb92ff exists only in the agent_progress lines.
+fn progress_only_subagent_becomes_a_nested_trajectory() {
+    // spotter/subagent.jsonl: 25 hook_progress + 19 agent_progress lines (37-55); the Task
+    // call toolu_01Cz2Pnv7qNcnK1ZiocxWhQX (line 36) runs agent afb92ff, whose transcript
+    // exists only in those lines' `data.message`: the prompt (line 37), 9 tool_use lines
+    // from 5 API responses (38/40/42, 44/46, 48/50, 52, 54) and 9 tool results.
     let c = read(&[real("claude_code/spotter/subagent.jsonl")]);
     let t = &c.trajectories[0];
     let progress = t.extra["progress"].as_array().expect("progress lines");
@@ -200,11 +202,45 @@ fn progress_lines_are_kept_and_the_progress_only_subagent_is_named() {
     assert_eq!(progress[0]["line"], json!(2));
     assert_eq!(progress[0]["data"]["hookName"], json!("SessionStart:startup"));
     assert_eq!(progress[0]["data"]["command"], json!("/home/marco/.claude/hooks/tmux-waiting.sh clear"));
-    let agent = progress.iter().filter(|p| p["data"]["type"] == json!("agent_progress")).count();
-    assert_eq!(agent, 19);
-    let gap = &t.gaps[0];
-    assert_eq!(gap.kind.as_str(), "unresolved_subagent_ref");
-    assert!(gap.detail.as_deref().is_some_and(|d| d.starts_with("agent afb92ff ") && d.contains("19 agent_progress")));
+    let agent: Vec<&Value> = progress.iter().filter(|p| p["data"]["type"] == json!("agent_progress")).collect();
+    assert_eq!(agent.len(), 19);
+    // The nested message moved to the subagent; the progress line keeps its uuid.
+    assert_eq!(agent[0]["line"], json!(37));
+    assert!(agent.iter().all(|p| p["data"].get("message").is_none()));
+    assert_eq!(agent[0]["data"]["message_uuid"], json!("a2bb9623-3017-492e-b392-36b3dcaac2e3"));
+    assert!(t.gaps.is_empty(), "{:?}", t.gaps);
+
+    assert_eq!(t.subagents.len(), 1);
+    let sub = &t.subagents[0];
+    assert_eq!(sub.spawned_by_tool_call.as_deref(), Some("toolu_01Cz2Pnv7qNcnK1ZiocxWhQX"));
+    let spawn = sub.spawned_by_step.expect("spawning step");
+    assert!(t.steps[spawn].tool_calls.iter().any(|c| c.name == "Task"));
+    let result = t
+        .steps
+        .iter()
+        .flat_map(|s| &s.tool_results)
+        .find(|r| r.call_id.as_deref() == Some("toolu_01Cz2Pnv7qNcnK1ZiocxWhQX"))
+        .expect("Task result");
+    assert_eq!(result.subagent_refs, vec![sub.trajectory.id.clone()]);
+
+    let s = &sub.trajectory;
+    assert_eq!(s.extra["agentId"], json!("afb92ff"));
+    assert_eq!(s.extra["transcript_source"], json!("agent_progress"));
+    assert_eq!(s.extra["progress_messages"], json!(19));
+    assert_eq!(s.session_id.as_deref(), Some("491e126e-1e71-469c-ade2-fcc8af567c74"));
+    assert_eq!(s.agent.version.as_deref(), Some("2.1.38"));
+    assert_eq!(s.agent.model.as_deref(), Some("claude-haiku-4-5-20251001"));
+    let roles: Vec<Role> = s.steps.iter().map(|s| s.role).collect();
+    use Role::{Assistant as A, Tool as T, User as U};
+    assert_eq!(roles, [U, A, T, T, T, A, T, T, A, T, T, A, T, A, T]);
+    let calls: Vec<usize> = s.steps.iter().map(|s| s.tool_calls.len()).collect();
+    assert_eq!(calls, [0, 3, 0, 0, 0, 2, 0, 0, 2, 0, 0, 1, 0, 1, 0]);
+    assert_eq!(s.steps.iter().map(|s| s.tool_results.len()).sum::<usize>(), 9);
+    assert!(s.gaps.is_empty(), "every call answered: {:?}", s.gaps);
+    assert_eq!(s.steps[0].source_id.as_ref().and_then(Value::as_str), Some("a2bb9623-3017-492e-b392-36b3dcaac2e3"));
+    assert_eq!(s.steps[1].extra["merged_lines"][1]["line"], json!(42));
+    assert_eq!(s.task.instruction.as_deref().map(|i| i.starts_with("Draft bead content")), Some(true));
+    assert_eq!(s.outcome.status, Status::Unknown);
 }
 
 #[test]

@@ -118,6 +118,7 @@ fn every_document_family_is_detected_with_its_keys_last_in_a_multi_mib_document(
     let want = [
         ("adp", 2),
         ("atif", 18),
+        ("gemini-cli", 1),
         ("harbor-traces", 1),
         ("inspect", 9),
         ("langfuse", 8),

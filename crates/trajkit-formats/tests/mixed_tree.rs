@@ -14,7 +14,7 @@ const FORMATS: &[(&str, Option<&str>)] = &[
     ("atif/claude-code-pass-v1.7.trajectory.json", Some("atif")),
     ("atif/harbor-exports/terminus2-invalid-llm-json.traces.json", Some("harbor-traces")),
     ("atif/not-atif/oracle-pre-atif-set-e.json", None),
-    ("atif/not-atif/rfc-native-gemini-cli-trajectory.json", None),
+    ("atif/not-atif/rfc-native-gemini-cli-trajectory.json", Some("gemini-cli")),
     ("atif/not-atif/rfc-native-mini-swe-agent-trajectory.json", Some("mini-swe-agent")),
     ("atif/not-atif/rfc-native-openhands-trajectory.json", Some("openhands")),
     ("atif/openhands-hello-world-v1.5.trajectory.json", Some("atif")),
