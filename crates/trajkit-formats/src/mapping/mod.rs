@@ -152,15 +152,16 @@ impl MappingReader {
         for (i, m) in messages.into_iter().enumerate() {
             self.map_message(m, &idx(&base, i), &mut steps)?;
         }
-        let session = self.scalar_text(r.session.as_ref(), &mut row)?;
-        let task_id = self.scalar_text(r.task_id.as_ref(), &mut row)?;
+        let session = self.scalar_text_at(r.session.as_ref(), &mut row, "$")?;
+        let task_id = self.scalar_text_at(r.task_id.as_ref(), &mut row, "$")?;
         let instruction = match &r.instruction {
             Some(p) => p.take(&mut row, "$")?.as_ref().and_then(content_text),
             None => crate::chat::first_instruction(&steps),
         };
-        let environment = self.text(r.environment.as_ref(), &mut row)?.unwrap_or_else(|| self.spec.name.clone());
-        let model = self.text(r.model.as_ref(), &mut row)?;
-        let agent = self.text(r.agent.as_ref(), &mut row)?;
+        let environment =
+            self.text_at(r.environment.as_ref(), &mut row, "$")?.unwrap_or_else(|| self.spec.name.clone());
+        let model = self.text_at(r.model.as_ref(), &mut row, "$")?;
+        let agent = self.text_at(r.agent.as_ref(), &mut row, "$")?;
         let tools = self.tools(&mut row)?;
         let outcome = self.outcome(&mut row)?;
         let task = crate::chat::task_of(&environment, task_id, instruction, raw.sha256);
@@ -394,42 +395,41 @@ impl MappingReader {
         Ok(outcome)
     }
 
-    /// A string at a record-level path.
-    fn text(&self, path: Option<&FieldPath>, row: &mut Map<String, Value>) -> Result<Option<String>, Problem> {
-        self.text_at(path, row, "$")
-    }
-
+    /// A string at a mapped path (`None` when the mapping names no path or the record has
+    /// no value there).
     fn text_at(
         &self,
         path: Option<&FieldPath>,
         map: &mut Map<String, Value>,
         at: &str,
     ) -> Result<Option<String>, Problem> {
-        let Some(path) = path else { return Ok(None) };
-        match path.take(map, at)? {
-            None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s)),
-            Some(other) => Err(self.wrong(path, at, "a string", &other)),
-        }
+        self.string_at(path, map, at, false)
     }
 
     /// An id: a string, or a number written as text.
-    fn scalar_text(&self, path: Option<&FieldPath>, row: &mut Map<String, Value>) -> Result<Option<String>, Problem> {
-        self.scalar_text_at(path, row, "$")
-    }
-
     fn scalar_text_at(
         &self,
         path: Option<&FieldPath>,
         map: &mut Map<String, Value>,
         at: &str,
     ) -> Result<Option<String>, Problem> {
+        self.string_at(path, map, at, true)
+    }
+
+    /// A string at a mapped path, or with `numbers` a number as text.
+    fn string_at(
+        &self,
+        path: Option<&FieldPath>,
+        map: &mut Map<String, Value>,
+        at: &str,
+        numbers: bool,
+    ) -> Result<Option<String>, Problem> {
         let Some(path) = path else { return Ok(None) };
         match path.take(map, at)? {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s)),
-            Some(Value::Number(n)) => Ok(Some(n.to_string())),
-            Some(other) => Err(self.wrong(path, at, "a string or number", &other)),
+            Some(Value::Number(n)) if numbers => Ok(Some(n.to_string())),
+            Some(other) => Err(self.wrong(path, at, if numbers { "a string or number" } else { "a string" }, &other)),
         }
     }
 
