@@ -1,8 +1,6 @@
 //! `trajkit admit`: the four admission questions answered from recorded evidence
 //! (docs/admission.md), and solver isolation with `--solvers`.
 
-use crate::pipe::{out, outln};
-use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Result;
@@ -10,7 +8,7 @@ use clap::Args;
 use trajkit_verify::admission::{admit_with_solvers, render_human};
 
 use super::isolation::SolverArgs;
-use super::replay::write_report;
+use super::replay::deliver;
 
 #[derive(Args)]
 pub struct AdmitArgs {
@@ -33,13 +31,6 @@ pub struct AdmitArgs {
 pub fn run(args: &AdmitArgs) -> Result<u8> {
     let solvers = if args.solvers.solvers.is_empty() { None } else { Some(args.solvers.read()?) };
     let record = admit_with_solvers(&args.task, &args.evidence, solvers.as_deref())?;
-    if let Some(path) = &args.output {
-        write_report(path, &record)?;
-    }
-    if args.json {
-        outln!("{}", serde_json::to_string(&record)?);
-    } else {
-        out!("{}", render_human(&record));
-    }
+    deliver(args.output.as_deref(), args.json, &record, render_human)?;
     Ok(u8::from(!record.admitted))
 }

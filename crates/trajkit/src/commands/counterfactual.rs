@@ -1,8 +1,6 @@
 //! `trajkit counterfactual`: deletion counterfactuals, predecessor claims and alternate
 //! routes against a live environment.
 
-use crate::pipe::{out, outln};
-use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Result;
@@ -11,7 +9,7 @@ use trajkit_verify::counterfactual::{counterfactual, render_human, Claims};
 use trajkit_verify::replay::select;
 use trajkit_verify::state::check::Expectation;
 
-use super::replay::{load, write_report, EnvArgs};
+use super::replay::{deliver, load, EnvArgs};
 
 #[derive(Args)]
 pub struct CounterfactualArgs {
@@ -43,13 +41,6 @@ pub fn run(args: &CounterfactualArgs) -> Result<u8> {
         Claims { expect: expect.as_ref(), predecessors: args.claims.clone(), alternates: alternates.iter().collect() };
     let prepared = args.env.prepare()?;
     let report = counterfactual(&t, &prepared.options, &claims)?;
-    if let Some(path) = &args.env.output {
-        write_report(path, &report)?;
-    }
-    if args.env.json {
-        outln!("{}", serde_json::to_string(&report)?);
-    } else {
-        out!("{}", render_human(&report));
-    }
+    deliver(args.env.output.as_deref(), args.env.json, &report, render_human)?;
     Ok(u8::from(report.verdict != "pass"))
 }

@@ -2,8 +2,6 @@
 //! the state check's expected values (docs/admission.md, "Solver isolation")? Also read by
 //! `trajkit admit --solvers`.
 
-use crate::pipe::{out, outln};
-use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
@@ -12,7 +10,7 @@ use trajkit_formats::{InputFile, Rejection, Sink};
 use trajkit_model::Trajectory;
 use trajkit_verify::isolation::{isolation, render_human};
 
-use super::replay::write_report;
+use super::replay::deliver;
 use crate::{ReadArgs, ReadOptions};
 
 /// Solver trajectories: files or directories of any readable format.
@@ -94,13 +92,6 @@ pub fn run(args: &IsolationArgs) -> Result<u8> {
         bail!("no solver trajectories: give --solvers PATH");
     }
     let report = isolation(&args.task, &args.solvers.read()?)?;
-    if let Some(path) = &args.output {
-        write_report(path, &report)?;
-    }
-    if args.json {
-        outln!("{}", serde_json::to_string(&report)?);
-    } else {
-        out!("{}", render_human(&report));
-    }
+    deliver(args.output.as_deref(), args.json, &report, render_human)?;
     Ok(u8::from(!report.isolated))
 }

@@ -77,6 +77,25 @@ pub fn load(path: &Path) -> Result<Vec<Trajectory>> {
     Ok(read_trajectories(reader, &display)?)
 }
 
+/// Hands a verification report over: written to `output` (atomically) when asked, and
+/// printed as one JSON line with `json`, else as `human` renders it.
+pub fn deliver<R: serde::Serialize>(
+    output: Option<&Path>,
+    json: bool,
+    report: &R,
+    human: impl FnOnce(&R) -> String,
+) -> Result<()> {
+    if let Some(path) = output {
+        write_report(path, report)?;
+    }
+    if json {
+        outln!("{}", serde_json::to_string(report)?);
+    } else {
+        out!("{}", human(report));
+    }
+    Ok(())
+}
+
 /// Writes a JSON report atomically.
 pub fn write_report(path: &Path, report: &impl serde::Serialize) -> Result<()> {
     let mut out = AtomicOutput::create(path, 1)?;
@@ -105,13 +124,6 @@ pub fn run(args: &ReplayArgs) -> Result<u8> {
     let expect = args.expect.as_deref().map(Expectation::load).transpose()?;
     let prepared = args.env.prepare()?;
     let report = replay(&t, &prepared.options, args.times, expect.as_ref())?;
-    if let Some(path) = &args.env.output {
-        write_report(path, &report)?;
-    }
-    if args.env.json {
-        outln!("{}", serde_json::to_string(&report)?);
-    } else {
-        out!("{}", render_human(&report));
-    }
+    deliver(args.env.output.as_deref(), args.env.json, &report, render_human)?;
     Ok(u8::from(report.verdict != "pass"))
 }
