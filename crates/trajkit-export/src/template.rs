@@ -9,6 +9,7 @@ use std::path::Path;
 use minijinja::value::{Kwargs, Serde};
 use minijinja::{Environment, Error, ErrorKind, Value as JValue};
 use serde_json::{json, Map, Value};
+use trajkit_model::time::{civil_from_days, days_from_civil};
 
 use crate::error::ExportError;
 use crate::rows::{Body, ExportRow};
@@ -220,7 +221,7 @@ pub fn strftime(format: &str, secs: u64) -> String {
     ];
     const DAYS: [&str; 7] = ["Thursday", "Friday", "Saturday", "Sunday", "Monday", "Tuesday", "Wednesday"];
     let days = secs / 86_400;
-    let (y, m, d) = civil(days as i64);
+    let (y, m, d) = civil_from_days(days as i64);
     let yday = days as i64 - days_from_civil(y, 1, 1) + 1;
     let (hh, mm, ss) = ((secs % 86_400) / 3600, (secs % 3600) / 60, secs % 60);
     let month = MONTHS[(m - 1) as usize];
@@ -254,30 +255,6 @@ pub fn strftime(format: &str, secs: u64) -> String {
         }
     }
     out
-}
-
-/// Days since 1970-01-01 to (year, month, day) (Howard Hinnant's civil-from-days).
-fn civil(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let mp = if m > 2 { m - 3 } else { m + 9 };
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 #[cfg(test)]

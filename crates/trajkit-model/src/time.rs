@@ -71,7 +71,7 @@ fn zone_offset(zone: &str) -> Option<i64> {
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+pub fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     let y = if month <= 2 { year - 1 } else { year };
     let era = y.div_euclid(400);
     let yoe = y - era * 400;
@@ -97,7 +97,7 @@ pub fn iso_from_unix_nanos(nanos: u128) -> Option<String> {
 
 /// The proleptic Gregorian date of a day count since 1970-01-01 (the inverse of
 /// `days_from_civil`, Howard Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
+pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
