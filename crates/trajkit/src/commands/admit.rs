@@ -8,7 +8,7 @@ use clap::Args;
 use trajkit_verify::admission::{admit_with_solvers, render_human};
 
 use super::isolation::SolverArgs;
-use super::replay::deliver;
+use super::replay::ReportArgs;
 
 #[derive(Args)]
 pub struct AdmitArgs {
@@ -20,17 +20,13 @@ pub struct AdmitArgs {
     /// Also check solver isolation over these solver trajectories: a leak refuses admission.
     #[command(flatten)]
     pub solvers: SolverArgs,
-    /// Print the admission record as JSON.
-    #[arg(long)]
-    pub json: bool,
-    /// Write the admission record to this file (atomically).
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub report: ReportArgs,
 }
 
 pub fn run(args: &AdmitArgs) -> Result<u8> {
     let solvers = if args.solvers.solvers.is_empty() { None } else { Some(args.solvers.read()?) };
     let record = admit_with_solvers(&args.task, &args.evidence, solvers.as_deref())?;
-    deliver(args.output.as_deref(), args.json, &record, render_human)?;
+    args.report.deliver(&record, render_human)?;
     Ok(u8::from(!record.admitted))
 }

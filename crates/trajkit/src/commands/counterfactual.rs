@@ -9,7 +9,7 @@ use trajkit_verify::counterfactual::{counterfactual, render_human, Claims};
 use trajkit_verify::replay::select;
 use trajkit_verify::state::check::Expectation;
 
-use super::replay::{deliver, load, EnvArgs};
+use super::replay::{load, EnvArgs};
 
 #[derive(Args)]
 pub struct CounterfactualArgs {
@@ -41,6 +41,6 @@ pub fn run(args: &CounterfactualArgs) -> Result<u8> {
         Claims { expect: expect.as_ref(), predecessors: args.claims.clone(), alternates: alternates.iter().collect() };
     let prepared = args.env.prepare()?;
     let report = counterfactual(&t, &prepared.options, &claims)?;
-    deliver(args.env.output.as_deref(), args.env.json, &report, render_human)?;
+    args.env.report.deliver(&report, render_human)?;
     Ok(u8::from(report.verdict != "pass"))
 }

@@ -10,7 +10,7 @@ use trajkit_formats::{InputFile, Rejection, Sink};
 use trajkit_model::Trajectory;
 use trajkit_verify::isolation::{isolation, render_human};
 
-use super::replay::deliver;
+use super::replay::ReportArgs;
 use crate::{ReadArgs, ReadOptions};
 
 /// Solver trajectories: files or directories of any readable format.
@@ -79,12 +79,8 @@ pub struct IsolationArgs {
     pub task: PathBuf,
     #[command(flatten)]
     pub solvers: SolverArgs,
-    /// Print the report as JSON.
-    #[arg(long)]
-    pub json: bool,
-    /// Write the report to this file (atomically).
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub report: ReportArgs,
 }
 
 pub fn run(args: &IsolationArgs) -> Result<u8> {
@@ -92,6 +88,6 @@ pub fn run(args: &IsolationArgs) -> Result<u8> {
         bail!("no solver trajectories: give --solvers PATH");
     }
     let report = isolation(&args.task, &args.solvers.read()?)?;
-    deliver(args.output.as_deref(), args.json, &report, render_human)?;
+    args.report.deliver(&report, render_human)?;
     Ok(u8::from(!report.isolated))
 }

@@ -38,10 +38,19 @@ pub struct EnvArgs {
     pub timeout: u64,
     #[command(flatten)]
     pub ignore: IgnoreArgs,
+    #[command(flatten)]
+    pub report: ReportArgs,
+}
+
+/// How a verification command hands its report over (replay, counterfactual, admit,
+/// isolation): one set of flags.
+#[derive(Args, Clone)]
+pub struct ReportArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Also write the JSON report to this file (atomically): evidence for `trajkit admit`.
+    /// Also write the JSON report to this file (atomically; replay and counterfactual reports
+    /// are the evidence `trajkit admit` reads).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
@@ -77,23 +86,20 @@ pub fn load(path: &Path) -> Result<Vec<Trajectory>> {
     Ok(read_trajectories(reader, &display)?)
 }
 
-/// Hands a verification report over: written to `output` (atomically) when asked, and
-/// printed as one JSON line with `json`, else as `human` renders it.
-pub fn deliver<R: serde::Serialize>(
-    output: Option<&Path>,
-    json: bool,
-    report: &R,
-    human: impl FnOnce(&R) -> String,
-) -> Result<()> {
-    if let Some(path) = output {
-        write_report(path, report)?;
+impl ReportArgs {
+    /// Hands `report` over: written to `--output` (atomically) when asked, and printed as
+    /// one JSON line with `--json`, else as `human` renders it.
+    pub fn deliver<R: serde::Serialize>(&self, report: &R, human: impl FnOnce(&R) -> String) -> Result<()> {
+        if let Some(path) = &self.output {
+            write_report(path, report)?;
+        }
+        if self.json {
+            outln!("{}", serde_json::to_string(report)?);
+        } else {
+            out!("{}", human(report));
+        }
+        Ok(())
     }
-    if json {
-        outln!("{}", serde_json::to_string(report)?);
-    } else {
-        out!("{}", human(report));
-    }
-    Ok(())
 }
 
 /// Writes a JSON report atomically.
@@ -124,6 +130,6 @@ pub fn run(args: &ReplayArgs) -> Result<u8> {
     let expect = args.expect.as_deref().map(Expectation::load).transpose()?;
     let prepared = args.env.prepare()?;
     let report = replay(&t, &prepared.options, args.times, expect.as_ref())?;
-    deliver(args.env.output.as_deref(), args.env.json, &report, render_human)?;
+    args.env.report.deliver(&report, render_human)?;
     Ok(u8::from(report.verdict != "pass"))
 }
