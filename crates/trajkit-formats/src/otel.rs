@@ -177,8 +177,7 @@ fn claims_file(p: &Path) -> bool {
     if reader.take(PEEK_BYTES as u64).read_to_end(&mut peek).is_err() && peek.is_empty() {
         return false;
     }
-    let start = peek.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(peek.len());
-    let first = peek[start..].split(|b| *b == b'\n').next().and_then(|l| serde_json::from_slice::<Value>(l).ok());
+    let (first, _) = crate::pipeline::first_line(&peek);
     claim(&peek, first.as_ref()).is_some_and(|d| d.confidence >= 50)
 }
 

@@ -447,7 +447,7 @@ fn best(peek: &Peek) -> Option<(&'static dyn Reader, Detection)> {
 
 /// Parses the first non-blank line when it is complete within the peek; also tells
 /// whether another non-blank line follows (the file is JSON Lines).
-fn first_line(peek: &[u8]) -> (Option<serde_json::Value>, bool) {
+pub(crate) fn first_line(peek: &[u8]) -> (Option<serde_json::Value>, bool) {
     let start = peek.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(peek.len());
     let rest = &peek[start..];
     let Some(nl) = rest.iter().position(|&b| b == b'\n') else {
