@@ -102,10 +102,10 @@ impl Reader for AtifReader {
         if peek.bytes.get(start) != Some(&b'{') {
             return None;
         }
-        match serde_json::from_slice::<Value>(peek.bytes) {
-            Ok(Value::Object(m)) => classify(&m, Layout::Document),
-            Ok(_) => None,
-            Err(_) => {
+        match peek.document() {
+            Some(Value::Object(m)) => classify(m, Layout::Document),
+            Some(_) => None,
+            None => {
                 // A document larger than the peek, or broken JSON: look at its bytes. A
                 // broken document that looks like ATIF is claimed so that its record is
                 // rejected with the parse error rather than left unrecognised.
@@ -131,10 +131,14 @@ impl Reader for AtifReader {
     }
 
     fn referenced_files(&self, file: &InputFile, layout: Layout) -> Vec<PathBuf> {
-        let Ok(bytes) = input::read_all(file) else {
-            return Vec::new();
-        };
-        if !contains(&bytes, b"trajectory_path") && !contains(&bytes, b"continued_trajectory_ref") {
+        match input::read_all(file) {
+            Ok(bytes) => self.referenced_files_in(file, layout, &bytes),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    fn referenced_files_in(&self, file: &InputFile, layout: Layout, bytes: &[u8]) -> Vec<PathBuf> {
+        if !contains(bytes, b"trajectory_path") && !contains(bytes, b"continued_trajectory_ref") {
             return Vec::new();
         }
         let dir = file_dir(file);
@@ -142,7 +146,7 @@ impl Reader for AtifReader {
         let mut walk =
             RefWalk { root: &file.root, seen: HashSet::from([me.clone()]), out: Vec::new(), edges: Vec::new() };
         let docs: Vec<&[u8]> = match layout {
-            Layout::Document => vec![&bytes[..]],
+            Layout::Document => vec![bytes],
             Layout::Lines => bytes.split(|&b| b == b'\n').collect(),
         };
         for doc in docs {

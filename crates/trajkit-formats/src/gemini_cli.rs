@@ -42,15 +42,15 @@ impl Reader for GeminiCliReader {
             return None;
         }
         // A pretty-printed document: its first line is not a whole value.
-        match serde_json::from_slice::<Value>(peek.bytes) {
-            Ok(Value::Object(m)) if ["sessionId", "projectHash", "messages"].iter().all(|k| m.contains_key(*k)) => {
+        match peek.document() {
+            Some(Value::Object(m)) if ["sessionId", "projectHash", "messages"].iter().all(|k| m.contains_key(*k)) => {
                 doc(90, "chat recording document (sessionId + projectHash + messages)")
             }
-            Ok(_) => None,
-            Err(_) if ["\"sessionId\"", "\"projectHash\"", "\"messages\""].iter().all(|k| peek.contains(k)) => {
+            Some(_) => None,
+            None if ["\"sessionId\"", "\"projectHash\"", "\"messages\""].iter().all(|k| peek.contains(k)) => {
                 doc(75, "chat recording keys in a document too large or broken to parse in the peek")
             }
-            Err(_) => None,
+            None => None,
         }
     }
 

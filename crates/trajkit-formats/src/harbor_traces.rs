@@ -44,12 +44,12 @@ impl Reader for HarborTracesReader {
         if peek.bytes.get(start) != Some(&b'[') {
             return None;
         }
-        match serde_json::from_slice::<Value>(peek.bytes) {
-            Ok(Value::Array(a)) if a.first().and_then(Value::as_object).is_some_and(is_row) => {
+        match peek.document() {
+            Some(Value::Array(a)) if a.first().and_then(Value::as_object).is_some_and(is_row) => {
                 det(90, "a list of Harbor trace rows (conversations, episode)", Layout::Document)
             }
-            Ok(_) => None,
-            Err(_) => {
+            Some(_) => None,
+            None => {
                 let keys = ["\"conversations\"", "\"episode\"", "\"run_id\""];
                 if keys.iter().all(|k| peek.contains(k)) {
                     det(75, "Harbor trace row keys in a list too large or broken to parse", Layout::Document)

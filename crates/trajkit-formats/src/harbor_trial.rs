@@ -50,13 +50,13 @@ impl Reader for HarborTrialReader {
         if peek.bytes.get(start) != Some(&b'{') || peek.multi_line_records {
             return None;
         }
-        match serde_json::from_slice::<Value>(peek.bytes) {
-            Ok(Value::Object(m)) if is_trial_result(&m) => {
+        match peek.document() {
+            Some(Value::Object(m)) if is_trial_result(m) => {
                 doc(90, "Harbor trial result keys (task_name, trial_name, ...)")
             }
-            Ok(_) => None,
+            Some(_) => None,
             // Larger than the peek (long rollout details), or broken: look at the bytes.
-            Err(_) => {
+            None => {
                 let keys = ["\"task_name\"", "\"trial_name\"", "\"trial_uri\"", "\"task_checksum\""];
                 if peek.name.ends_with(".json") && keys.iter().all(|k| peek.contains(k)) {
                     doc(75, "Harbor trial result keys in a document too large or broken to parse")

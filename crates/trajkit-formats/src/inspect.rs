@@ -58,18 +58,22 @@ impl Reader for InspectReader {
             }
             return None;
         }
-        let (members, _) = object_members(peek.bytes);
-        let has = |k: &str| members.iter().any(|(key, _)| key == k);
+        let keys = peek.object_keys()?;
+        let has = |k: &str| keys.iter().any(|key| key == k);
         if !(has("version") && has("eval")) {
             return None;
         }
         if !["status", "plan", "results", "stats", "samples"].iter().any(|k| has(k)) {
             return None;
         }
-        let spec = members
-            .iter()
-            .find(|(k, _)| k == "eval")
-            .and_then(|(_, r)| serde_json::from_slice::<Value>(&peek.bytes[r.clone()]).ok());
+        let spec = match peek.document() {
+            Some(doc) => doc.get("eval").cloned(),
+            None => object_members(peek.bytes)
+                .0
+                .into_iter()
+                .find(|(k, _)| k == "eval")
+                .and_then(|(_, r)| serde_json::from_slice::<Value>(&peek.bytes[r]).ok()),
+        };
         match spec {
             Some(Value::Object(m)) if m.contains_key("task") || m.contains_key("model") => {
                 document(95, "EvalLog keys (version, eval with task/model)")

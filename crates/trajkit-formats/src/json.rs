@@ -173,6 +173,61 @@ pub fn string_close(bytes: &[u8], open: usize) -> Option<usize> {
     }
 }
 
+/// A top-level member: its key and the byte range of its value (`None` when the value
+/// does not end within the bytes scanned).
+pub(crate) type Member = (String, Option<Range<usize>>);
+
+/// The members of the JSON object that `bytes` starts with, in order, as far as they can
+/// be scanned; `None` when `bytes` does not start with `{`. A small scanner (string state
+/// and bracket depth, no validation), so it works on a truncated peek.
+pub(crate) fn object_members(bytes: &[u8]) -> Option<Vec<Member>> {
+    let ws = |mut i: usize| {
+        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        i
+    };
+    let mut i = ws(if bytes.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 });
+    if bytes.get(i) != Some(&b'{') {
+        return None;
+    }
+    let mut out = Vec::new();
+    i = ws(i + 1);
+    loop {
+        if bytes.get(i) != Some(&b'"') {
+            return Some(out);
+        }
+        let Some(key_end) = string_close(bytes, i) else {
+            return Some(out);
+        };
+        let quoted = &bytes[i..=key_end];
+        let key = serde_json::from_slice::<String>(quoted)
+            .unwrap_or_else(|_| String::from_utf8_lossy(&quoted[1..quoted.len() - 1]).into_owned());
+        i = ws(key_end + 1);
+        if bytes.get(i) != Some(&b':') {
+            return Some(out);
+        }
+        let start = ws(i + 1);
+        match value_end(bytes, start, b'}') {
+            Some((end, closer)) => {
+                let mut trimmed = end;
+                while trimmed > start && bytes[trimmed - 1].is_ascii_whitespace() {
+                    trimmed -= 1;
+                }
+                out.push((key, Some(start..trimmed)));
+                if closer == b'}' {
+                    return Some(out);
+                }
+                i = ws(end + 1);
+            }
+            None => {
+                out.push((key, None));
+                return Some(out);
+            }
+        }
+    }
+}
+
 /// JSON path of an array element: `$.steps[3]`.
 pub fn idx(path: &str, i: usize) -> String {
     format!("{path}[{i}]")
@@ -201,6 +256,18 @@ pub(crate) fn is_array_document(bytes: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::array_elements as elements;
+    use super::object_members;
+
+    #[test]
+    fn members_of_a_truncated_object() {
+        let doc = br#"{"a": {"x": "},"}, "b" : [1, {"c": 2}], "tasks": [ {"id": 1"#;
+        let m = object_members(doc).unwrap_or_default();
+        let keys: Vec<&str> = m.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["a", "b", "tasks"]);
+        assert_eq!(m[1].1.clone().map(|r| &doc[r]), Some(&br#"[1, {"c": 2}]"#[..]));
+        assert_eq!(m[2].1, None);
+        assert_eq!(object_members(b"[1]"), None);
+    }
 
     #[test]
     fn elements_of_arrays() {

@@ -97,6 +97,9 @@ struct Plan {
     stdin: Option<Box<dyn BufRead + Send>>,
     /// A Parquet file: its rows are the records (see `crate::parquet`), whatever `layout`.
     parquet: bool,
+    /// The files its records consume, when found from the peek holding the whole file (so
+    /// the file is not read again for them); `None`: ask the reader later.
+    references: Option<Vec<PathBuf>>,
 }
 
 /// Records read in one go, possibly from many files: their bytes live in one buffer
@@ -281,8 +284,7 @@ pub fn consumption_edges(files: &[InputFile], opts: &Options) -> Result<Vec<(usi
         .filter(|(_, f)| !f.is_stdin())
         .filter_map(|(i, f)| {
             let p = plan(f.clone(), forced, limit);
-            let r = p.reader.filter(|_| !p.parquet)?;
-            let targets = r.referenced_files(&p.file, p.layout);
+            let targets = references(p.ref_job())?;
             (!targets.is_empty()).then_some((i, targets))
         })
         .collect();
@@ -307,6 +309,7 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize) -> P
         report: FileReport::default(),
         stdin: None,
         parquet: false,
+        references: None,
         file,
     };
     let mut reader = match input::open(&plan.file) {
@@ -351,30 +354,37 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize) -> P
         plan.report = report;
         return plan;
     }
+    // The peek ended before its limit without an error: it holds the whole file.
+    let whole = peek_error.is_none() && peek.len() < PEEK_BYTES && !plan.parquet;
     let (first_line, multi) = first_line(&peek);
     let generic_layout = if multi || name.ends_with(".jsonl") { Layout::Lines } else { Layout::Document };
-    let prefix = Peek { bytes: &peek, name: &name, first_line: first_line.as_ref(), multi_line_records: multi };
+    let prefix = Peek::new(&peek, &name, first_line.as_ref(), multi);
     let claim = best(&prefix);
     // Inconclusive on a value larger than the peek: detect again on its skeleton, which
     // holds every top-level key wherever it falls (read up to the record limit; the bytes
     // read are kept only for standard input, which cannot be read twice).
     let inconclusive = claim.as_ref().is_none_or(|(_, d)| d.confidence < 50);
+    let mut grown = None;
     let skeleton = if forced.is_none() && inconclusive && peek.len() >= PEEK_BYTES && !plan.parquet {
-        read_skeleton(&mut reader, &mut peek, limit)
+        let mut bytes = peek.clone();
+        let sk = read_skeleton(&mut reader, &mut bytes, limit);
+        grown = Some(bytes);
+        sk
     } else {
         None
     };
     if plan.file.is_stdin() {
-        plan.stdin = Some(Box::new(std::io::Cursor::new(peek.clone()).chain(reader)));
+        let read = grown.unwrap_or_else(|| peek.clone());
+        plan.stdin = Some(Box::new(std::io::Cursor::new(read).chain(reader)));
     }
     let (peek, claim) = match &skeleton {
         Some(sk) => {
             let line = sk.first_line.as_ref().or(first_line.as_ref());
-            let view = Peek { bytes: &sk.bytes, name: &name, first_line: line, multi_line_records: multi || sk.more };
+            let view = Peek::new(&sk.bytes, &name, line, multi || sk.more);
             let claim = best(&view).or(claim);
             (view, claim)
         }
-        None => (Peek { bytes: &peek, name: &name, first_line: first_line.as_ref(), multi_line_records: multi }, claim),
+        None => (prefix, claim),
     };
     match forced {
         Some(r) => {
@@ -396,6 +406,9 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize) -> P
                 report.guess = guess;
             }
         },
+    }
+    if let (Some(r), true, None) = (plan.reader, whole, &skeleton) {
+        plan.references = Some(r.referenced_files_in(&plan.file, plan.layout, peek.bytes));
     }
     plan.report = report;
     plan
@@ -459,17 +472,42 @@ pub(crate) fn first_line(peek: &[u8]) -> (Option<serde_json::Value>, bool) {
     (value, multi)
 }
 
+/// What finding a plan's consumed files needs (a plan itself is not `Sync`: it may hold
+/// standard input).
+struct RefJob<'a> {
+    file: &'a InputFile,
+    reader: Option<&'static dyn Reader>,
+    layout: Layout,
+    found: Option<&'a Vec<PathBuf>>,
+}
+
+impl Plan {
+    fn ref_job(&self) -> RefJob<'_> {
+        let reader = self.reader.filter(|_| !self.parquet);
+        RefJob { file: &self.file, reader, layout: self.layout, found: self.references.as_ref() }
+    }
+}
+
+/// The files a plan's records consume: found while planning, or asked of its reader now.
+/// Parquet rows reference no files (and the readers would read the file as JSON); standard
+/// input not held whole by the peek is not read again for them.
+fn references(job: RefJob) -> Option<Vec<PathBuf>> {
+    let reader = job.reader?;
+    match job.found {
+        Some(found) => Some(found.clone()),
+        None if job.file.is_stdin() => None,
+        None => Some(reader.referenced_files(job.file, job.layout)),
+    }
+}
+
 /// Marks files that another file's records consume as `part_of` that file.
 fn mark_consumed(plans: &mut [Plan]) {
-    // Parquet rows reference no files (and the readers would read the file as JSON).
-    let jobs: Vec<(usize, &InputFile, &'static dyn Reader, Layout)> = plans
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| !p.parquet)
-        .filter_map(|(i, p)| p.reader.map(|r| (i, &p.file, r, p.layout)))
+    let jobs: Vec<(usize, RefJob)> = plans.iter().map(Plan::ref_job).enumerate().collect();
+    let refs: Vec<(usize, Vec<PathBuf>)> = jobs
+        .into_par_iter()
+        .filter_map(|(i, job)| Some((i, references(job)?)))
+        .filter(|(_, v)| !v.is_empty())
         .collect();
-    let refs: Vec<(usize, Vec<PathBuf>)> =
-        jobs.into_par_iter().map(|(i, f, r, l)| (i, r.referenced_files(f, l))).filter(|(_, v)| !v.is_empty()).collect();
     let mut consumer: HashMap<PathBuf, (String, Option<&'static str>)> = HashMap::new();
     for (i, targets) in refs {
         for t in targets {

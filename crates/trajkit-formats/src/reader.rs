@@ -1,6 +1,7 @@
 //! The one shape every format reader has: detect, then read records one at a time.
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use trajkit_model::{Provenance, Task, Trajectory};
 
@@ -26,12 +27,49 @@ pub struct Peek<'a> {
     pub first_line: Option<&'a serde_json::Value>,
     /// True when the peek holds a second non-blank line after a complete first line.
     pub multi_line_records: bool,
+    /// The whole peek parsed as one value, once, on the first detector that asks.
+    document: OnceLock<Option<serde_json::Value>>,
 }
 
 /// Bytes read for detection.
 pub const PEEK_BYTES: usize = 1 << 20;
 
-impl Peek<'_> {
+impl<'a> Peek<'a> {
+    /// A peek of `bytes` (the start of a file named `name`) whose first line parsed as
+    /// `first_line`.
+    pub fn new(
+        bytes: &'a [u8],
+        name: &'a str,
+        first_line: Option<&'a serde_json::Value>,
+        multi_line_records: bool,
+    ) -> Self {
+        Peek { bytes, name, first_line, multi_line_records, document: OnceLock::new() }
+    }
+
+    /// The peek parsed as one JSON value (`None` when it is not one complete, valid value:
+    /// JSON Lines, a document cut by the peek, broken JSON). Parsed at most once per file,
+    /// however many detectors ask; a one-line file reuses `first_line`.
+    pub fn document(&self) -> Option<&serde_json::Value> {
+        if self.multi_line_records {
+            return None;
+        }
+        if let Some(v) = self.first_line {
+            return Some(v);
+        }
+        self.document.get_or_init(|| serde_json::from_slice(self.bytes).ok()).as_ref()
+    }
+
+    /// Keys of the top-level object: the parsed document's when the peek holds all of it,
+    /// else the members scanned from the bytes before the peek's end. `None` when the peek
+    /// does not start with an object.
+    pub fn object_keys(&self) -> Option<Vec<String>> {
+        match self.document() {
+            Some(serde_json::Value::Object(m)) => Some(m.keys().cloned().collect()),
+            Some(_) => None,
+            None => Some(crate::json::object_members(self.bytes)?.into_iter().map(|(k, _)| k).collect()),
+        }
+    }
+
     /// True when `needle` occurs in the peeked bytes.
     pub fn contains(&self, needle: &str) -> bool {
         memfind(self.bytes, needle.as_bytes())
@@ -127,6 +165,13 @@ pub trait Reader: Send + Sync {
         Vec::new()
     }
 
+    /// `referenced_files` when the planner already holds the whole (decompressed) file as
+    /// `contents`: a reader that finds references in the content looks there instead of
+    /// reading the file again.
+    fn referenced_files_in(&self, file: &InputFile, layout: Layout, _contents: &[u8]) -> Vec<PathBuf> {
+        self.referenced_files(file, layout)
+    }
+
     /// For document files that hold several trajectories (a JSON array of them): the byte
     /// ranges of the records, each read with `document_index` = its position. `None` (the
     /// default) reads the whole document as one record.
@@ -167,4 +212,29 @@ pub trait Reader: Send + Sync {
 
     /// Maps one record to a trajectory or a rejection. Runs in parallel.
     fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Peek;
+
+    #[test]
+    fn the_document_is_the_whole_peek_or_nothing() {
+        let doc = b"{\n  \"a\": 1,\n  \"b\": [2]\n}\n";
+        let peek = Peek::new(doc, "x.json", None, false);
+        assert_eq!(peek.document(), Some(&serde_json::json!({"a": 1, "b": [2]})));
+        assert_eq!(peek.object_keys(), Some(vec!["a".to_string(), "b".to_string()]));
+        // JSON Lines: several values, no document; the first object's keys are scanned.
+        let lines = b"{\"a\": 1, \"c\": 2}\n{\"a\": 3}\n";
+        let first = serde_json::json!({"a": 1, "c": 2});
+        let peek = Peek::new(lines, "x.jsonl", Some(&first), true);
+        assert_eq!(peek.document(), None);
+        assert_eq!(peek.object_keys(), Some(vec!["a".to_string(), "c".to_string()]));
+        // Cut by the end of the peek: the members before the cut.
+        let cut = b"{\"a\": 1, \"b\": \"long";
+        let peek = Peek::new(cut, "x.json", None, false);
+        assert_eq!(peek.document(), None);
+        assert_eq!(peek.object_keys(), Some(vec!["a".to_string(), "b".to_string()]));
+        assert_eq!(Peek::new(b"[1, 2]", "x.json", None, false).object_keys(), None);
+    }
 }

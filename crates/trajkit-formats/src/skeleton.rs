@@ -7,7 +7,7 @@
 //! keeps its first element or members (recursively, a few levels deep) and a large string
 //! becomes `""`. Values are skipped with `json::value_end`, never parsed.
 
-use crate::tau2::object_members;
+use crate::json::object_members;
 
 /// A member value up to this size is kept verbatim.
 const KEEP_BYTES: usize = 64 << 10;

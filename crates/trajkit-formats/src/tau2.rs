@@ -23,7 +23,7 @@ use trajkit_model::{
 };
 
 use crate::input::{self, InputFile};
-use crate::json::{array_elements, into_extra, take, take_f64, take_seconds, take_str, take_u64};
+use crate::json::{array_elements, into_extra, object_members, take, take_f64, take_seconds, take_str, take_u64};
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, Problem, Reason};
@@ -59,9 +59,9 @@ impl Reader for Tau2Reader {
         let doc = |confidence, reason: &str| {
             Some(Detection { confidence, reason: reason.to_string(), layout: Layout::Document })
         };
-        let members = object_members(peek.bytes)?;
-        let has = |k: &str| members.iter().any(|(key, _)| key == k);
-        match head_kind(&members, peek.bytes) {
+        let keys = peek.object_keys()?;
+        let has = |k: &str| keys.iter().any(|key| key == k);
+        match head_kind(has, peek.bytes) {
             HeadKind::Results if peek.contains("\"environment_info\"") => {
                 if has("simulations") || !has("simulation_index") {
                     doc(90, "tau2 results document (info, tasks, simulations)")
@@ -93,7 +93,7 @@ impl Reader for Tau2Reader {
                 Some(elements.into_iter().map(|r| range.start + r.start..range.start + r.end).collect())
             }
             Some((_, None)) => None,
-            None => match head_kind(&members, bytes) {
+            None => match head_kind(|k| members.iter().any(|(key, _)| key == k), bytes) {
                 HeadKind::Results => Some(Vec::new()),
                 _ => None,
             },
@@ -115,66 +115,6 @@ impl Reader for Tau2Reader {
 // ---------------------------------------------------------------------------------------
 // Top-level scanning (detection and splitting without parsing the whole document)
 
-/// A top-level member: its key and the byte range of its value (`None` when the value
-/// does not end within the bytes scanned).
-pub(crate) type Member = (String, Option<Range<usize>>);
-
-/// The members of the JSON object that `bytes` starts with, in order, as far as they can
-/// be scanned; `None` when `bytes` does not start with `{`. A small scanner (string state
-/// and bracket depth, no validation), so it works on a truncated peek.
-pub(crate) fn object_members(bytes: &[u8]) -> Option<Vec<Member>> {
-    let ws = |mut i: usize| {
-        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        i
-    };
-    let mut i = ws(if bytes.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 });
-    if bytes.get(i) != Some(&b'{') {
-        return None;
-    }
-    let mut out = Vec::new();
-    i = ws(i + 1);
-    loop {
-        if bytes.get(i) != Some(&b'"') {
-            return Some(out);
-        }
-        let Some(key_end) = string_end(bytes, i) else {
-            return Some(out);
-        };
-        let quoted = &bytes[i..=key_end];
-        let key = serde_json::from_slice::<String>(quoted)
-            .unwrap_or_else(|_| String::from_utf8_lossy(&quoted[1..quoted.len() - 1]).into_owned());
-        i = ws(key_end + 1);
-        if bytes.get(i) != Some(&b':') {
-            return Some(out);
-        }
-        let start = ws(i + 1);
-        match crate::json::value_end(bytes, start, b'}') {
-            Some((end, closer)) => {
-                let mut trimmed = end;
-                while trimmed > start && bytes[trimmed - 1].is_ascii_whitespace() {
-                    trimmed -= 1;
-                }
-                out.push((key, Some(start..trimmed)));
-                if closer == b'}' {
-                    return Some(out);
-                }
-                i = ws(end + 1);
-            }
-            None => {
-                out.push((key, None));
-                return Some(out);
-            }
-        }
-    }
-}
-
-/// Index of the quote closing the string that opens at `start`.
-fn string_end(bytes: &[u8], start: usize) -> Option<usize> {
-    crate::json::string_close(bytes, start)
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum HeadKind {
     Results,
@@ -184,8 +124,7 @@ enum HeadKind {
 
 /// What the start of a document is: a results document (`info` + `tasks`, or its
 /// `simulations` / `simulation_index`), a single simulation, or neither.
-fn head_kind(members: &[Member], bytes: &[u8]) -> HeadKind {
-    let has = |k: &str| members.iter().any(|(key, _)| key == k);
+fn head_kind(has: impl Fn(&str) -> bool, bytes: &[u8]) -> HeadKind {
     if has("task_id") && has("termination_reason") {
         return HeadKind::Simulation;
     }
@@ -211,7 +150,7 @@ fn head(path: &Path) -> Option<Vec<u8>> {
 fn head_kind_of(path: &Path) -> HeadKind {
     match head(path) {
         Some(bytes) => match object_members(&bytes) {
-            Some(m) => head_kind(&m, &bytes),
+            Some(m) => head_kind(|k| m.iter().any(|(key, _)| key == k), &bytes),
             None => HeadKind::Other,
         },
         None => HeadKind::Other,
@@ -717,17 +656,6 @@ fn outcome(sim: &mut Map<String, Value>, termination: Option<&str>) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn members_of_a_truncated_object() {
-        let doc = br#"{"a": {"x": "},"}, "b" : [1, {"c": 2}], "tasks": [ {"id": 1"#;
-        let m = object_members(doc).unwrap_or_default();
-        let keys: Vec<&str> = m.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(keys, ["a", "b", "tasks"]);
-        assert_eq!(m[1].1.clone().map(|r| &doc[r]), Some(&br#"[1, {"c": 2}]"#[..]));
-        assert_eq!(m[2].1, None);
-        assert_eq!(object_members(b"[1]"), None);
-    }
 
     #[test]
     fn scenarios_render_like_tau2_user_scenario_str() {

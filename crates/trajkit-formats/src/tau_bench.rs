@@ -18,10 +18,32 @@ use crate::json::{array_elements, into_extra, take, take_f64, take_str};
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, Problem, Reason};
-use crate::tau2::{object_members, parse_arguments};
+use crate::tau2::parse_arguments;
 
 /// Reader for tau-bench v1 result files.
 pub struct TauBenchReader;
+
+/// Whether the peek is an array of results, and the keys of its (first) result object:
+/// from the parsed document when the peek holds all of it, else scanned from the bytes.
+fn result_keys(peek: &Peek) -> Option<(bool, Vec<String>)> {
+    let keys = |m: &Map<String, Value>| m.keys().cloned().collect();
+    match peek.document() {
+        Some(Value::Object(m)) => return Some((false, keys(m))),
+        Some(Value::Array(a)) => return a.first().and_then(Value::as_object).map(|m| (true, keys(m))),
+        Some(_) => return None,
+        None => {}
+    }
+    let start = peek.bytes.iter().position(|b| !b.is_ascii_whitespace())?;
+    let (array, object) = match peek.bytes[start] {
+        b'[' => {
+            let inner = peek.bytes[start + 1..].iter().position(|b| !b.is_ascii_whitespace())?;
+            (true, &peek.bytes[start + 1 + inner..])
+        }
+        _ => (false, &peek.bytes[start..]),
+    };
+    let members = crate::json::object_members(object)?;
+    Some((array, members.into_iter().map(|(k, _)| k).collect()))
+}
 
 /// The environment name used for the task key (the results do not name airline/retail).
 const ENVIRONMENT: &str = "tau-bench";
@@ -32,16 +54,8 @@ impl Reader for TauBenchReader {
     }
 
     fn detect(&self, peek: &Peek) -> Option<Detection> {
-        let start = peek.bytes.iter().position(|b| !b.is_ascii_whitespace())?;
-        let (array, object) = match peek.bytes[start] {
-            b'[' => {
-                let inner = peek.bytes[start + 1..].iter().position(|b| !b.is_ascii_whitespace())?;
-                (true, &peek.bytes[start + 1 + inner..])
-            }
-            _ => (false, &peek.bytes[start..]),
-        };
-        let members = object_members(object)?;
-        let has = |k: &str| members.iter().any(|(key, _)| key == k);
+        let (array, keys) = result_keys(peek)?;
+        let has = |k: &str| keys.iter().any(|key| key == k);
         if !(has("task_id") && has("info") && has("traj")) {
             return None;
         }
