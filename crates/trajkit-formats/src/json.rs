@@ -228,6 +228,12 @@ pub(crate) fn object_members(bytes: &[u8]) -> Option<Vec<Member>> {
     }
 }
 
+/// `bytes` parsed as JSON when they are UTF-8 and valid JSON: UTF-8 checked once, then
+/// parsed as text (cheaper than serde_json's byte parser, which checks every string).
+pub fn parse_text<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Option<T> {
+    serde_json::from_str(std::str::from_utf8(bytes).ok()?).ok()
+}
+
 /// JSON path of an array element: `$.steps[3]`.
 pub fn idx(path: &str, i: usize) -> String {
     format!("{path}[{i}]")

@@ -3,10 +3,12 @@
 //! never depends on the thread count.
 
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, Read};
+use std::io::{BufRead, Read, Seek};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crossbeam_channel::bounded;
+use memmap2::{Mmap, MmapOptions};
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 use trajkit_model::Trajectory;
@@ -84,6 +86,15 @@ pub trait Sink {
     }
 }
 
+/// Plain JSON Lines files are mapped this many bytes at a time (`Producer::mapped_lines`),
+/// from an offset that is a multiple of `MAP_ALIGN` (the page size of every platform).
+#[cfg(not(test))]
+const MAP_WINDOW: u64 = 32 << 20;
+/// Small in unit tests, so that lines cross windows and outgrow them.
+#[cfg(test)]
+const MAP_WINDOW: u64 = 256 << 10;
+const MAP_ALIGN: u64 = 64 << 10;
+
 /// Records per parallel batch, and bytes per batch.
 const BATCH_RECORDS: usize = 2048;
 const BATCH_BYTES: usize = 8 << 20;
@@ -105,23 +116,47 @@ struct Plan {
 /// Records read in one go, possibly from many files: their bytes live in one buffer
 /// that is reused (recycled from the consumer back to the producer), so large lines do
 /// not churn the allocator, and many small documents still make one parallel batch.
+/// Records of plain JSON Lines files are not copied: they are ranges of mapped windows of
+/// the file (`maps`), kept alive by the batches that refer to them.
 #[derive(Default)]
 struct Batch {
     buf: Vec<u8>,
+    maps: Vec<Arc<Mmap>>,
+    /// Bytes of the records held in `maps`.
+    mapped: usize,
     items: Vec<Item>,
 }
 
 impl Batch {
     fn with_capacity() -> Self {
-        Batch { buf: Vec::with_capacity(BATCH_BYTES + (1 << 20)), items: Vec::new() }
+        Batch { buf: Vec::with_capacity(BATCH_BYTES + (1 << 20)), ..Batch::default() }
     }
 
     fn bytes(&self, r: &OwnedRecord) -> &[u8] {
-        &self.buf[r.range.clone()]
+        match r.map {
+            None => &self.buf[r.range.clone()],
+            Some(m) => &self.maps[m as usize][r.range.clone()],
+        }
     }
 
     fn is_full(&self) -> bool {
-        self.items.len() >= BATCH_RECORDS || self.buf.len() >= BATCH_BYTES
+        self.items.len() >= BATCH_RECORDS || self.buf.len() + self.mapped >= BATCH_BYTES
+    }
+
+    /// Empties the batch for reuse (its buffer's memory is kept, its windows released).
+    fn clear(&mut self) {
+        self.buf.clear();
+        self.maps.clear();
+        self.mapped = 0;
+        self.items.clear();
+    }
+
+    /// The index of `map` in this batch, added when it is not the last one added.
+    fn map_slot(&mut self, map: &Arc<Mmap>) -> u32 {
+        if !self.maps.last().is_some_and(|m| Arc::ptr_eq(m, map)) {
+            self.maps.push(Arc::clone(map));
+        }
+        (self.maps.len() - 1) as u32
     }
 }
 
@@ -133,7 +168,9 @@ enum Item {
 
 struct OwnedRecord {
     file: usize,
+    /// The record's bytes: `range` of the batch's buffer, or of its window `map`.
     range: std::ops::Range<usize>,
+    map: Option<u32>,
     line: Option<u64>,
     document_index: Option<u64>,
     /// Set when the producer could not make the record's bytes (a Parquet row with a value
@@ -255,7 +292,7 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
                 (Item::Record(_), None) => {}
             }
         }
-        batch.buf.clear();
+        batch.clear();
         let _ = recycle_tx.try_send(batch);
     }
     let stage_ok = stage.join().is_ok();
@@ -463,10 +500,10 @@ fn best(peek: &Peek) -> Option<(&'static dyn Reader, Detection)> {
 pub(crate) fn first_line(peek: &[u8]) -> (Option<serde_json::Value>, bool) {
     let start = peek.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(peek.len());
     let rest = &peek[start..];
-    let Some(nl) = rest.iter().position(|&b| b == b'\n') else {
-        return (serde_json::from_slice(rest).ok(), false);
+    let Some(nl) = memchr::memchr(b'\n', rest) else {
+        return (crate::json::parse_text(rest), false);
     };
-    let value: Option<serde_json::Value> = serde_json::from_slice(&rest[..nl]).ok();
+    let value: Option<serde_json::Value> = crate::json::parse_text(&rest[..nl]);
     let more = rest[nl..].iter().any(|b| !b.is_ascii_whitespace());
     let multi = more && value.is_some();
     (value, multi)
@@ -578,6 +615,10 @@ impl Producer {
         layout: Layout,
         stdin: Option<Box<dyn BufRead + Send>>,
     ) -> Result<(), String> {
+        let plain = input::Compression::of(&file.fs_path) == input::Compression::None;
+        if layout == Layout::Lines && stdin.is_none() && plain {
+            return self.mapped_lines(idx, file);
+        }
         let mut reader = match stdin {
             Some(r) => r,
             None => input::open(file).map_err(|e| e.to_string())?,
@@ -625,7 +666,8 @@ impl Producer {
                         Err(p) => Some(p),
                     };
                     let range = at..self.batch.buf.len();
-                    let rec = OwnedRecord { file: idx, range, line: None, document_index: Some(emitted), problem };
+                    let rec =
+                        OwnedRecord { file: idx, range, map: None, line: None, document_index: Some(emitted), problem };
                     emitted += 1;
                     self.batch.items.push(Item::Record(rec));
                     stopped = self.send_if_full().is_err();
@@ -652,20 +694,107 @@ impl Producer {
             });
             for (i, r) in ranges.into_iter().enumerate() {
                 let range = start + r.start..start + r.end;
-                let rec = OwnedRecord { file: idx, range, line: None, document_index: Some(i as u64), problem: None };
+                let rec = OwnedRecord {
+                    file: idx,
+                    range,
+                    map: None,
+                    line: None,
+                    document_index: Some(i as u64),
+                    problem: None,
+                };
                 self.batch.items.push(Item::Record(rec));
             }
             return self.send_if_full().map_err(|_| String::new());
         }
-        self.lines(idx, file, &mut reader)
+        self.lines(idx, file, &mut reader, 0)
+    }
+
+    /// Plain JSON Lines without copying: the file is mapped a window at a time and each
+    /// line's record is a range of its window (the kernel's copy into a buffer cost a fifth
+    /// of `inspect`'s CPU). A line that does not end within a whole window from its start,
+    /// and a file that cannot be mapped, are read on by `lines` from there.
+    fn mapped_lines(&mut self, idx: usize, file: &InputFile) -> Result<(), String> {
+        let io = |e: std::io::Error| format!("{}: {}", file.display, e);
+        let mut f = std::fs::File::open(&file.fs_path).map_err(io)?;
+        let len = f.metadata().map_err(io)?.len();
+        let (mut next, mut line_no) = (0u64, 0u64);
+        while next < len {
+            let start = next - next % MAP_ALIGN;
+            let map_len = (len - start).min(MAP_WINDOW);
+            // SAFETY: the mapping is read-only and private to this process; a file that
+            // another process truncates while it is read can fault (as with any mmap
+            // reader: ripgrep makes the same trade-off).
+            let Ok(map) = (unsafe { MmapOptions::new().offset(start).len(map_len as usize).map(&f) }) else {
+                break;
+            };
+            let map = Arc::new(map);
+            let at_end = start + map_len == len;
+            let base = (next - start) as usize;
+            let mut pos = base;
+            for nl in memchr::memchr_iter(b'\n', &map[base..]) {
+                line_no += 1;
+                self.mapped_record(idx, &map, pos..base + nl, line_no).map_err(|_| String::new())?;
+                pos = base + nl + 1;
+            }
+            if at_end {
+                if pos < map.len() {
+                    line_no += 1;
+                    self.mapped_record(idx, &map, pos..map.len(), line_no).map_err(|_| String::new())?;
+                }
+                return Ok(());
+            }
+            next = start + pos as u64;
+            if pos == base {
+                break;
+            }
+        }
+        if next >= len {
+            return Ok(());
+        }
+        f.seek(std::io::SeekFrom::Start(next)).map_err(io)?;
+        let mut reader = input::decompress(Box::new(f), input::Compression::None).map_err(io)?;
+        self.lines(idx, file, &mut reader, line_no)
+    }
+
+    /// Adds line `line` at `range` of `map` unless it is blank (as `record` does for the
+    /// buffer); sends the batch when it is full.
+    fn mapped_record(
+        &mut self,
+        idx: usize,
+        map: &Arc<Mmap>,
+        mut range: std::ops::Range<usize>,
+        line: u64,
+    ) -> Result<(), Stopped> {
+        if range.len() > self.limit {
+            self.too_large(idx, Some(line), None);
+            return self.send_if_full();
+        }
+        while range.end > range.start && map[range.end - 1] == b'\r' {
+            range.end -= 1;
+        }
+        if map[range.clone()].iter().all(|b| b.is_ascii_whitespace()) {
+            return Ok(());
+        }
+        let slot = self.batch.map_slot(map);
+        self.batch.mapped += range.len();
+        let rec =
+            OwnedRecord { file: idx, range, map: Some(slot), line: Some(line), document_index: None, problem: None };
+        self.batch.items.push(Item::Record(rec));
+        self.send_if_full()
     }
 
     /// Reads JSON Lines in large chunks straight into the batch buffer and cuts records at
     /// newlines (no per-line copy); a line cut by the end of a batch moves to the next one.
-    fn lines(&mut self, idx: usize, file: &InputFile, reader: &mut dyn BufRead) -> Result<(), String> {
+    /// `line_no`: lines already read before the reader's position.
+    fn lines(
+        &mut self,
+        idx: usize,
+        file: &InputFile,
+        reader: &mut dyn BufRead,
+        mut line_no: u64,
+    ) -> Result<(), String> {
         const CHUNK: u64 = 1 << 20;
         let mut line_start = self.batch.buf.len();
-        let mut line_no = 0u64;
         loop {
             let scan_from = self.batch.buf.len();
             let read = reader.take(CHUNK).read_to_end(&mut self.batch.buf);
@@ -735,6 +864,7 @@ impl Producer {
         self.batch.items.push(Item::Record(OwnedRecord {
             file: idx,
             range,
+            map: None,
             line: Some(line),
             document_index: None,
             problem: None,
@@ -745,7 +875,14 @@ impl Producer {
     fn too_large(&mut self, idx: usize, line: Option<u64>, document_index: Option<u64>) {
         let problem = Some(too_large_problem(self.limit));
         let at = self.batch.buf.len();
-        self.batch.items.push(Item::Record(OwnedRecord { file: idx, range: at..at, line, document_index, problem }));
+        self.batch.items.push(Item::Record(OwnedRecord {
+            file: idx,
+            range: at..at,
+            map: None,
+            line,
+            document_index,
+            problem,
+        }));
     }
 
     /// Streams a Parquet file's rows, one record each (`document_index` = row index), a
@@ -764,7 +901,7 @@ impl Producer {
                 Err(e) => return Err(format!("{}#{}: {}", file.display, index, e)),
             };
             let range = start..self.batch.buf.len();
-            let rec = OwnedRecord { file: idx, range, line: None, document_index: Some(index), problem };
+            let rec = OwnedRecord { file: idx, range, map: None, line: None, document_index: Some(index), problem };
             self.batch.items.push(Item::Record(rec));
             self.send_if_full().map_err(|_| String::new())?;
         }
@@ -989,10 +1126,64 @@ mod tests {
     #[test]
     fn a_reader_panic_is_a_rejection_not_a_lost_record() {
         let file = InputFile { fs_path: "x.jsonl".into(), display: "x.jsonl".into(), root: PathBuf::new() };
-        let rec = OwnedRecord { file: 0, range: 0..2, line: Some(7), document_index: None, problem: None };
+        let rec = OwnedRecord { file: 0, range: 0..2, map: None, line: Some(7), document_index: None, problem: None };
         let p = process(&Panics, b"{}", &rec, &file, (true, false), None, None);
         let problems = p.outcome.err().expect("rejected");
         assert_eq!(problems[0].reason, Reason::InternalError);
         assert!(problems[0].message.contains("attempt to add with overflow"), "{}", problems[0].message);
+    }
+
+    /// A produced record: its line and its bytes, or the reason it was rejected.
+    type Produced = (Option<u64>, Result<Vec<u8>, Reason>);
+
+    /// The records that the producer makes of `file`, mapped or read.
+    fn produced(file: &InputFile, mapped: bool, limit: usize) -> Vec<Produced> {
+        let (tx, rx) = bounded::<Batch>(1024);
+        let (_keep, recycled) = bounded::<Batch>(1);
+        let mut p = Producer { tx, recycled, batch: Batch::with_capacity(), limit };
+        let done = match mapped {
+            true => p.mapped_lines(0, file),
+            false => input::open(file).map_err(|e| e.to_string()).and_then(|mut r| p.lines(0, file, &mut r, 0)),
+        };
+        assert_eq!(done, Ok(()));
+        p.flush();
+        drop(p);
+        let mut out = Vec::new();
+        for batch in rx {
+            for item in &batch.items {
+                if let Item::Record(r) = item {
+                    let got = match &r.problem {
+                        Some(problem) => Err(problem.reason),
+                        None => Ok(batch.bytes(r).to_vec()),
+                    };
+                    out.push((r.line, got));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn mapped_lines_are_the_lines_read() {
+        // Synthetic: lines that cross the (test-sized) window, one longer than a window,
+        // one over the record limit, CRLF, blank lines, no newline at the end.
+        let mut text = Vec::new();
+        for i in 0..12000 {
+            text.extend_from_slice(format!("{{\"n\": {i}, \"pad\": \"{}\"}}\n", "x".repeat(i % 97)).as_bytes());
+        }
+        text.extend_from_slice(format!("{{\"long\": \"{}\"}}\r\n\n  \n", "y".repeat(300 << 10)).as_bytes());
+        text.extend_from_slice(format!("{{\"over\": \"{}\"}}\n", "z".repeat(600 << 10)).as_bytes());
+        text.extend_from_slice(b"{\"last\": true}");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("x.jsonl");
+        std::fs::write(&path, &text).expect("write");
+        let file = InputFile { display: "x.jsonl".into(), fs_path: path, root: dir.path().to_path_buf() };
+        let limit = 512 << 10;
+        let read = produced(&file, false, limit);
+        assert_eq!(read.len(), 12003);
+        assert_eq!(read[12000].0, Some(12001));
+        assert_eq!(read[12001], (Some(12004), Err(Reason::RecordTooLarge)));
+        assert_eq!(read[12002], (Some(12005), Ok(b"{\"last\": true}".to_vec())));
+        assert!(produced(&file, true, limit) == read, "mapped records differ from read ones");
     }
 }

@@ -56,7 +56,7 @@ impl<'a> Peek<'a> {
         if let Some(v) = self.first_line {
             return Some(v);
         }
-        self.document.get_or_init(|| serde_json::from_slice(self.bytes).ok()).as_ref()
+        self.document.get_or_init(|| crate::json::parse_text(self.bytes)).as_ref()
     }
 
     /// Keys of the top-level object: the parsed document's when the peek holds all of it,
