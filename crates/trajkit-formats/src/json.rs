@@ -173,6 +173,58 @@ pub fn string_close(bytes: &[u8], open: usize) -> Option<usize> {
     }
 }
 
+/// One member of a JSON object found by [`object_members`]: its key and the byte range of
+/// its value (to the end of the bytes when the value is cut off there).
+pub struct Member {
+    pub key: String,
+    pub value: Range<usize>,
+}
+
+/// The members of the JSON object that `bytes` opens, in order, as far as the bytes go:
+/// detection reads the keys of a document whose peek ends mid-value (a chat session of
+/// several megabytes) from the keys themselves, not from a substring search. Stops at the
+/// object's end, at the first member cut off, or at anything that is not an object.
+pub fn object_members(bytes: &[u8]) -> Vec<Member> {
+    let skip_ws = |mut i: usize| {
+        while bytes.get(i).is_some_and(u8::is_ascii_whitespace) {
+            i += 1;
+        }
+        i
+    };
+    let mut out = Vec::new();
+    let mut i = skip_ws(if bytes.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 });
+    if bytes.get(i) != Some(&b'{') {
+        return out;
+    }
+    loop {
+        i = skip_ws(i + 1);
+        if bytes.get(i) != Some(&b'"') {
+            return out;
+        }
+        let Some(close) = string_close(bytes, i) else { return out };
+        let Ok(key) = serde_json::from_slice::<String>(&bytes[i..=close]) else { return out };
+        i = skip_ws(close + 1);
+        if bytes.get(i) != Some(&b':') {
+            return out;
+        }
+        let start = skip_ws(i + 1);
+        match value_end(bytes, start, b'}') {
+            Some((end, closer)) => {
+                let trimmed = (start..end).rev().find(|&e| !bytes[e].is_ascii_whitespace()).map_or(start, |e| e + 1);
+                out.push(Member { key, value: start..trimmed });
+                if closer == b'}' {
+                    return out;
+                }
+                i = end;
+            }
+            None => {
+                out.push(Member { key, value: start..bytes.len() });
+                return out;
+            }
+        }
+    }
+}
+
 /// JSON path of an array element: `$.steps[3]`.
 pub fn idx(path: &str, i: usize) -> String {
     format!("{path}[{i}]")
@@ -212,6 +264,19 @@ mod tests {
         assert_eq!(elements(b"[1,"), None);
         assert_eq!(elements(b"[1] x"), None);
         assert_eq!(elements(b"[1,,2]"), None);
+    }
+
+    #[test]
+    fn object_members_read_keys_up_to_a_cut_off_value() {
+        use super::object_members;
+        let doc = br#" {"kind": 0, "v": {"requests": [1, "a\"}"], "x": 2}, "z": "#;
+        let got: Vec<(String, &[u8])> = object_members(doc).into_iter().map(|m| (m.key, &doc[m.value])).collect();
+        assert_eq!(got[0], ("kind".to_string(), &b"0"[..]));
+        assert_eq!(got[1], ("v".to_string(), &br#"{"requests": [1, "a\"}"], "x": 2}"#[..]));
+        assert_eq!(got[2], ("z".to_string(), &b""[..]), "a value cut off at the end of the bytes");
+        assert_eq!(object_members(br#"{"a": [1, 2"#).len(), 1, "a key whose value is cut off still counts");
+        assert!(object_members(b"[1]").is_empty());
+        assert!(object_members(b"{}").is_empty());
     }
 
     #[test]
