@@ -102,23 +102,14 @@ impl Session {
     /// usage on the request's last assistant step, and an `incomplete_generation` gap for an
     /// error or a cancellation.
     fn request(&mut self, index: usize, mut r: Map<String, Value>) {
-        let timestamp = r.get("timestamp").and_then(iso_from_millis);
         let model = take_str(&mut r, "modelId");
         let response = match take(&mut r, "response") {
             Some(Value::Array(parts)) => parts,
             Some(other) => vec![other],
             None => Vec::new(),
         };
-        let mut result = match take(&mut r, "result") {
-            Some(Value::Object(m)) => m,
-            Some(other) => Map::from_iter([("result".to_string(), other)]),
-            None => Map::new(),
-        };
-        let mut meta = match take(&mut result, "metadata") {
-            Some(Value::Object(m)) => m,
-            Some(other) => Map::from_iter([("metadata".to_string(), other)]),
-            None => Map::new(),
-        };
+        let mut result = object_at(&mut r, "result");
+        let mut meta = object_at(&mut result, "metadata");
         let completion = take_u64(&mut r, "completionTokens");
         let canceled = r.get("isCanceled").and_then(Value::as_bool) == Some(true);
         if self.version.is_none() {
@@ -130,27 +121,47 @@ impl Session {
         }
         let model = model.or_else(|| meta.get("resolvedModel").and_then(Value::as_str).map(Into::into));
 
-        let mut user = Step::new(Role::User, message_text(r.get("message")).map(Value::String));
-        user.source_id = take(&mut r, "requestId");
-        user.timestamp = timestamp.clone();
-        if let Some(Value::Object(mut m)) = r.remove("message") {
-            m.remove("text");
-            if !m.is_empty() {
-                user.extra.insert("message".into(), Value::Object(m));
+        self.steps.push(user_step(r));
+        let first = self.steps.len();
+        self.assistant_steps(response, &mut meta);
+        self.note_model(first, model);
+        let last = self.steps.iter().rposition(|s| s.role == Role::Assistant).filter(|&i| i >= first);
+        let error = result.get("errorDetails").map(|e| e.get("message").and_then(Value::as_str).unwrap_or("error"));
+        let detail = match (error, canceled) {
+            (Some(message), _) => Some(format!("request {index}: {message}")),
+            (None, true) => Some(format!("request {index}: canceled")),
+            (None, false) => None,
+        };
+        if let Some(detail) = detail {
+            self.gaps.push(Gap::at(GapKind::IncompleteGeneration, last, detail));
+        }
+        let prompt = take_u64(&mut meta, "promptTokens");
+        let completion = take_u64(&mut meta, "outputTokens").or(completion);
+        if !meta.is_empty() {
+            result.insert("metadata".into(), Value::Object(meta));
+        }
+        // Usage and the rest of the result go on the last assistant step (else the user's).
+        let Some(step) = last.or(first.checked_sub(1)).and_then(|i| self.steps.get_mut(i)) else { return };
+        if step.role == Role::Assistant {
+            match step.metrics.as_mut() {
+                None => step.metrics = metrics(prompt, completion, None, Extra::new()),
+                Some(m) => {
+                    m.prompt_tokens = m.prompt_tokens.or(prompt);
+                    m.completion_tokens = m.completion_tokens.or(completion);
+                }
             }
         }
-        user.extra.extend(r);
-        self.steps.push(user);
+        if !result.is_empty() {
+            step.extra.insert("result".into(), Value::Object(result));
+        }
+    }
 
+    /// The request's assistant turns: one per tool call round when `metadata.toolCallRounds`
+    /// holds any (the response parts then stay in the first one's `extra.response`), else one
+    /// from the response parts. Results not linked to a call stay in `toolCallResults`.
+    fn assistant_steps(&mut self, response: Vec<Value>, meta: &mut Map<String, Value>) {
+        let mut results = object_at(meta, "toolCallResults");
         let first = self.steps.len();
-        let mut results = match meta.remove("toolCallResults") {
-            Some(Value::Object(m)) => m,
-            Some(other) => {
-                meta.insert("toolCallResults".into(), other);
-                Map::new()
-            }
-            None => Map::new(),
-        };
         match meta.remove("toolCallRounds") {
             Some(Value::Array(rounds)) if !rounds.is_empty() => {
                 for round in rounds {
@@ -171,50 +182,22 @@ impl Session {
                 }
             }
         }
-        match (&self.model, &model) {
-            (None, Some(m)) => self.model = Some(m.clone()),
-            (Some(f), Some(m)) if f != m => {
+        if !results.is_empty() {
+            meta.insert("toolCallResults".into(), Value::Object(results));
+        }
+    }
+
+    /// The session's model is the first request's; a request with another model names it
+    /// on its assistant steps (from `first` on).
+    fn note_model(&mut self, first: usize, model: Option<String>) {
+        match (&self.model, model) {
+            (None, m) => self.model = m,
+            (Some(f), Some(m)) if *f != m => {
                 for s in self.steps[first..].iter_mut().filter(|s| s.role == Role::Assistant) {
                     s.model = Some(m.clone());
                 }
             }
             _ => {}
-        }
-        let last = self.steps.iter().rposition(|s| s.role == Role::Assistant).filter(|&i| i >= first);
-        let error = result.get("errorDetails").map(|e| e.get("message").and_then(Value::as_str).unwrap_or("error"));
-        let detail = match (error, canceled) {
-            (Some(message), _) => Some(format!("request {index}: {message}")),
-            (None, true) => Some(format!("request {index}: canceled")),
-            (None, false) => None,
-        };
-        if let Some(detail) = detail {
-            self.gaps.push(Gap::at(GapKind::IncompleteGeneration, last, detail));
-        }
-        let prompt = take_u64(&mut meta, "promptTokens");
-        let completion = take_u64(&mut meta, "outputTokens").or(completion);
-        if !results.is_empty() {
-            meta.insert("toolCallResults".into(), Value::Object(results));
-        }
-        if !meta.is_empty() {
-            result.insert("metadata".into(), Value::Object(meta));
-        }
-        let Some(step) = last.and_then(|i| self.steps.get_mut(i)) else {
-            // No assistant step: what the result holds stays with the user step.
-            if let Some(user) = self.steps.get_mut(first - 1) {
-                if !result.is_empty() {
-                    user.extra.insert("result".into(), Value::Object(result));
-                }
-            }
-            return;
-        };
-        if step.metrics.is_none() {
-            step.metrics = metrics(prompt, completion, None, Extra::new());
-        } else if let Some(m) = step.metrics.as_mut() {
-            m.prompt_tokens = m.prompt_tokens.or(prompt);
-            m.completion_tokens = m.completion_tokens.or(completion);
-        }
-        if !result.is_empty() {
-            step.extra.insert("result".into(), Value::Object(result));
         }
     }
 
@@ -229,6 +212,32 @@ impl Session {
             self.steps.push(tool);
         }
     }
+}
+
+/// An object member taken out (an absent or null member gives an empty map; any other
+/// value is kept under its own name, so nothing is lost).
+fn object_at(map: &mut Map<String, Value>, key: &str) -> Map<String, Value> {
+    match take(map, key) {
+        Some(Value::Object(m)) => m,
+        Some(other) => Map::from_iter([(key.to_string(), other)]),
+        None => Map::new(),
+    }
+}
+
+/// The user step of a request: its text, `requestId`, `timestamp` (Unix ms, as ISO-8601);
+/// the rest of the request (`variableData`, `agent`, `message.parts`, ...) in `extra`.
+fn user_step(mut r: Map<String, Value>) -> Step {
+    let mut user = Step::new(Role::User, message_text(r.get("message")).map(Value::String));
+    user.source_id = take(&mut r, "requestId");
+    user.timestamp = r.get("timestamp").and_then(iso_from_millis);
+    if let Some(Value::Object(mut m)) = r.remove("message") {
+        m.remove("text");
+        if !m.is_empty() {
+            user.extra.insert("message".into(), Value::Object(m));
+        }
+    }
+    user.extra.extend(r);
+    user
 }
 
 /// The request's text: `message.text`, else its parts' texts joined (an export may write
