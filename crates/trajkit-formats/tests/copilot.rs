@@ -304,3 +304,29 @@ fn cli_errors_and_aborts_are_gaps_and_a_call_without_completion_is_unanswered() 
     );
     assert_eq!(t.outcome.status, Status::Unknown);
 }
+
+#[test]
+fn an_exported_chat_without_session_id_takes_it_from_result_metadata() {
+    // SYNTHETIC, in the shape "Chat: Export Chat..." writes (no sessionId, no timestamps;
+    // the session id only in each result's metadata) and an ask-mode answer.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let export = json!({
+        "requesterUsername": "dev", "responderUsername": "GitHub Copilot", "initialLocation": "panel",
+        "requests": [{
+            "message": {"text": "Write a snake_case type", "parts": []}, "variableData": {"variables": []},
+            "response": [{"value": "```ts\ntype A = 1;\n```", "isTrusted": {"enabledCommands": []}}],
+            "result": {"timings": {"firstProgress": 1168, "totalElapsed": 14552},
+                       "metadata": {"responseId": "r-1", "sessionId": "279a", "agentId": "github.copilot.default"}},
+            "followups": [], "isCanceled": false, "contentReferences": []
+        }]
+    });
+    let c = read(&[write(dir.path(), "chat.json", &serde_json::to_string_pretty(&export).expect("json"))]);
+    let r = &c.reports[0];
+    assert_eq!((r.format.as_deref(), r.steps, r.tool_calls), (Some("copilot-chat"), 2, 0));
+    let t = &c.trajectories[0];
+    assert!(t.gaps.is_empty(), "{:?}", t.gaps);
+    assert_eq!((t.session_id.as_deref(), t.agent.model.as_deref()), (Some("279a"), None));
+    assert_eq!(t.steps[1].content, Some(json!("```ts\ntype A = 1;\n```")));
+    assert_eq!(t.steps[1].extra["result"]["metadata"]["agentId"], json!("github.copilot.default"));
+    assert_eq!(t.extra["requesterUsername"], json!("dev"));
+}
