@@ -252,7 +252,7 @@ fn plain_parts(v: Value) -> Value {
 }
 
 /// The first user message's text, hashed into the task key.
-fn task_of(steps: &[Step], sha: &str) -> Task {
+pub(crate) fn task_of(steps: &[Step], sha: &str) -> Task {
     let instruction = steps
         .iter()
         .filter(|s| s.role == Role::User)

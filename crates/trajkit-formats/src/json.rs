@@ -173,16 +173,23 @@ pub fn string_close(bytes: &[u8], open: usize) -> Option<usize> {
     }
 }
 
-/// A top-level member: its key and the byte range of its value (`None` when the value
-/// does not end within the bytes scanned).
-pub(crate) type Member = (String, Option<Range<usize>>);
+/// A member of a JSON object found by [`object_members`]: its key, the byte range of its
+/// value (to the end of the bytes when the value is cut off there) and whether the value
+/// ends within the bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    pub key: String,
+    pub value: Range<usize>,
+    pub complete: bool,
+}
 
 /// The members of the JSON object that `bytes` starts with, in order, as far as they can
 /// be scanned; `None` when `bytes` does not start with `{`. A small scanner (string state
-/// and bracket depth, no validation), so it works on a truncated peek.
-pub(crate) fn object_members(bytes: &[u8]) -> Option<Vec<Member>> {
+/// and bracket depth, no validation), so detection reads the keys of a document whose peek
+/// ends mid-value from the keys themselves, not from a substring search.
+pub fn object_members(bytes: &[u8]) -> Option<Vec<Member>> {
     let ws = |mut i: usize| {
-        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+        while bytes.get(i).is_some_and(u8::is_ascii_whitespace) {
             i += 1;
         }
         i
@@ -214,14 +221,14 @@ pub(crate) fn object_members(bytes: &[u8]) -> Option<Vec<Member>> {
                 while trimmed > start && bytes[trimmed - 1].is_ascii_whitespace() {
                     trimmed -= 1;
                 }
-                out.push((key, Some(start..trimmed)));
+                out.push(Member { key, value: start..trimmed, complete: true });
                 if closer == b'}' {
                     return Some(out);
                 }
                 i = ws(end + 1);
             }
             None => {
-                out.push((key, None));
+                out.push(Member { key, value: start..bytes.len(), complete: false });
                 return Some(out);
             }
         }
@@ -268,10 +275,10 @@ mod tests {
     fn members_of_a_truncated_object() {
         let doc = br#"{"a": {"x": "},"}, "b" : [1, {"c": 2}], "tasks": [ {"id": 1"#;
         let m = object_members(doc).unwrap_or_default();
-        let keys: Vec<&str> = m.iter().map(|(k, _)| k.as_str()).collect();
+        let keys: Vec<&str> = m.iter().map(|m| m.key.as_str()).collect();
         assert_eq!(keys, ["a", "b", "tasks"]);
-        assert_eq!(m[1].1.clone().map(|r| &doc[r]), Some(&br#"[1, {"c": 2}]"#[..]));
-        assert_eq!(m[2].1, None);
+        assert_eq!((&doc[m[1].value.clone()], m[1].complete), (&br#"[1, {"c": 2}]"#[..], true));
+        assert_eq!((&doc[m[2].value.clone()], m[2].complete), (&br#"[ {"id": 1"#[..], false));
         assert_eq!(object_members(b"[1]"), None);
     }
 
@@ -285,6 +292,20 @@ mod tests {
         assert_eq!(elements(b"[1,"), None);
         assert_eq!(elements(b"[1] x"), None);
         assert_eq!(elements(b"[1,,2]"), None);
+    }
+
+    #[test]
+    fn object_members_read_keys_up_to_a_cut_off_value() {
+        use super::object_members;
+        let doc = br#" {"kind": 0, "v": {"requests": [1, "a\"}"], "x": 2}, "z": "#;
+        let got: Vec<(String, &[u8])> =
+            object_members(doc).unwrap_or_default().into_iter().map(|m| (m.key, &doc[m.value])).collect();
+        assert_eq!(got[0], ("kind".to_string(), &b"0"[..]));
+        assert_eq!(got[1], ("v".to_string(), &br#"{"requests": [1, "a\"}"], "x": 2}"#[..]));
+        assert_eq!(got[2], ("z".to_string(), &b""[..]), "a value cut off at the end of the bytes");
+        assert_eq!(object_members(br#"{"a": [1, 2"#).map(|m| m.len()), Some(1), "a key whose value is cut off counts");
+        assert_eq!(object_members(b"[1]"), None);
+        assert_eq!(object_members(b"{}"), Some(vec![]));
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod chat;
 pub mod claude_code;
 pub mod cline;
 pub mod codex;
+pub mod copilot;
 pub mod error;
 pub mod gemini_cli;
 pub mod gym;

@@ -66,7 +66,7 @@ impl<'a> Peek<'a> {
         match self.document() {
             Some(serde_json::Value::Object(m)) => Some(m.keys().cloned().collect()),
             Some(_) => None,
-            None => Some(crate::json::object_members(self.bytes)?.into_iter().map(|(k, _)| k).collect()),
+            None => Some(crate::json::object_members(self.bytes)?.into_iter().map(|m| m.key).collect()),
         }
     }
 

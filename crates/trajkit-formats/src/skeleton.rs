@@ -70,8 +70,10 @@ fn write_object(value: &[u8], depth: usize, out: &mut Vec<u8>) {
     if depth < MAX_DEPTH {
         let members = object_members(value).unwrap_or_default();
         let mut first = true;
-        for (key, range) in members {
-            let Some(range) = range else { continue };
+        for crate::json::Member { key, value: range, complete } in members {
+            if !complete {
+                continue;
+            }
             if !first {
                 out.push(b',');
             }

@@ -87,13 +87,14 @@ impl Reader for Tau2Reader {
     /// record. Anything else is read whole.
     fn split_document(&self, bytes: &[u8]) -> Option<Vec<Range<usize>>> {
         let members = object_members(bytes)?;
-        match members.iter().find(|(k, _)| k == "simulations") {
-            Some((_, Some(range))) => {
+        match members.iter().find(|m| m.key == "simulations") {
+            Some(m) if m.complete => {
+                let range = &m.value;
                 let elements = array_elements(&bytes[range.clone()])?;
                 Some(elements.into_iter().map(|r| range.start + r.start..range.start + r.end).collect())
             }
-            Some((_, None)) => None,
-            None => match head_kind(|k| members.iter().any(|(key, _)| key == k), bytes) {
+            Some(_) => None,
+            None => match head_kind(|k| members.iter().any(|m| m.key == k), bytes) {
                 HeadKind::Results => Some(Vec::new()),
                 _ => None,
             },
@@ -150,7 +151,7 @@ fn head(path: &Path) -> Option<Vec<u8>> {
 fn head_kind_of(path: &Path) -> HeadKind {
     match head(path) {
         Some(bytes) => match object_members(&bytes) {
-            Some(m) => head_kind(|k| m.iter().any(|(key, _)| key == k), &bytes),
+            Some(m) => head_kind(|k| m.iter().any(|m| m.key == k), &bytes),
             None => HeadKind::Other,
         },
         None => HeadKind::Other,
@@ -257,11 +258,11 @@ fn results_head(path: &Path) -> Option<ResultsHead> {
         let n = (&mut reader).take(wanted).read_to_end(&mut bytes).ok()?;
         let end_of_file = (n as u64) < wanted;
         let members = object_members(&bytes)?;
-        let tasks_read = members.iter().any(|(k, r)| k == "tasks" && r.is_some());
+        let tasks_read = members.iter().any(|m| m.key == "tasks" && m.complete);
         if tasks_read || end_of_file {
             let member = |name: &str| {
-                let range = members.iter().rev().find(|(k, _)| k == name)?.1.clone()?;
-                bytes.get(range)
+                let m = members.iter().rev().find(|m| m.key == name).filter(|m| m.complete)?;
+                bytes.get(m.value.clone())
             };
             let tasks: Vec<Value> = serde_json::from_slice(member("tasks")?).ok()?;
             let info = match member("info") {

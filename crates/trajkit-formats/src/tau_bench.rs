@@ -42,7 +42,7 @@ fn result_keys(peek: &Peek) -> Option<(bool, Vec<String>)> {
         _ => (false, &peek.bytes[start..]),
     };
     let members = crate::json::object_members(object)?;
-    Some((array, members.into_iter().map(|(k, _)| k).collect()))
+    Some((array, members.into_iter().map(|m| m.key).collect()))
 }
 
 /// The environment name used for the task key (the results do not name airline/retail).

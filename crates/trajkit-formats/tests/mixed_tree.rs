@@ -50,6 +50,8 @@ const FORMATS: &[(&str, Option<&str>)] = &[
     ("claude_code/spotter/tool_heavy.jsonl", Some("claude-code")),
     ("codex/codemie/rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl", Some("codex")),
     ("codex/codemie/rollout-2026-05-11T13-28-45-019e1695-0522-7c83-8b39-0dd379793f80.jsonl", Some("codex")),
+    ("copilot/chat-session-0885a5a2.jsonl", Some("copilot-chat")),
+    ("copilot/copilot-cli-events.jsonl", Some("copilot-cli")),
     ("gym/anyswe_agent__example_rollouts_hermes.jsonl", Some("gym")),
     ("gym/aviary__example_rollouts.jsonl", Some("gym")),
     ("gym/aviary_bixbench__example_rollouts.jsonl", Some("gym")),
