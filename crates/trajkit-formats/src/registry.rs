@@ -12,6 +12,7 @@ static CLAUDE_CODE: claude_code::ClaudeCodeReader = claude_code::ClaudeCodeReade
 static CODEX: codex::CodexReader = codex::CodexReader;
 static CLINE: crate::cline::ClineReader = crate::cline::ClineReader;
 static GEMINI_CLI: crate::gemini_cli::GeminiCliReader = crate::gemini_cli::GeminiCliReader;
+static OPENCODE: crate::opencode::OpenCodeReader = crate::opencode::OpenCodeReader;
 static SWE_AGENT: swe_agent::SweAgentReader = swe_agent::SweAgentReader;
 static MINI_SWE_AGENT: mini_swe_agent::MiniSweAgentReader = mini_swe_agent::MiniSweAgentReader;
 static GYM: gym::GymReader = gym::GymReader;
@@ -57,6 +58,7 @@ static ALL: &[&dyn Reader] = &[
     &CODEX,
     &CLINE,
     &GEMINI_CLI,
+    &OPENCODE,
     &MLFLOW,
     &LANGFUSE,
     &LANGSMITH,
