@@ -219,3 +219,18 @@ fn write(path: &Path, v: &Value) {
     std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
     std::fs::write(path, serde_json::to_vec_pretty(v).expect("json")).expect("write");
 }
+
+/// A real session info file copied out of its storage tree is claimed but rejected with the
+/// reason said (its messages are not beside it), not read as an empty session.
+#[test]
+fn a_session_file_outside_its_storage_tree_is_rejected_saying_so() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = storage().join("session/29d43526f88157cd4edd071b899dd01f240b771b").join(format!("{PARENT}.json"));
+    let copy = dir.path().join(format!("{PARENT}.json"));
+    std::fs::copy(&src, &copy).expect("copy");
+    let c = read(&[copy]);
+    let r = report(&c, &format!("{PARENT}.json"));
+    assert_eq!((r.format.as_deref(), r.records, r.trajectories, r.rejected), (Some("opencode"), 1, 0, 1));
+    assert_eq!(r.reasons, counts(&[("schema_violation", 1)]));
+    assert!(c.rejections[0].problems[0].message.contains("outside OpenCode's storage tree"));
+}

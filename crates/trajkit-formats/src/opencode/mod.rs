@@ -32,8 +32,9 @@ impl Reader for OpenCodeReader {
         let parsed;
         let doc = match peek.first_line {
             Some(v) => v,
-            // A pretty-printed document (OpenCode writes both shapes indented).
-            None if !peek.multi_line_records && peek.name.ends_with(".json") => {
+            // A pretty-printed document (OpenCode writes both shapes indented), parsed only
+            // when it holds a session id at all.
+            None if !peek.multi_line_records && peek.name.ends_with(".json") && peek.contains("\"ses_") => {
                 parsed = serde_json::from_slice::<Value>(peek.bytes).ok()?;
                 &parsed
             }
@@ -96,6 +97,11 @@ impl Reader for OpenCodeReader {
 fn session(mut doc: Map<String, Value>, id: String, raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     let mut info = match doc.remove("info") {
         Some(Value::Object(i)) => i,
+        None if doc.contains_key("projectID") => {
+            let msg = "a session info file outside OpenCode's storage tree (storage/session/<projectID>/<id>.json): \
+                       its message and part files are not beside it";
+            return Err(Problem::new(Reason::SchemaViolation, "$", msg));
+        }
         _ => return Err(Problem::new(Reason::SchemaViolation, "$.info", "missing or not an object")),
     };
     let messages = match doc.remove("messages") {

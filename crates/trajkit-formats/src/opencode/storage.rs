@@ -144,6 +144,10 @@ pub(super) fn assemble(
     problems: &mut Vec<Problem>,
 ) -> Result<Vec<u8>, Problem> {
     let info = object(bytes, &file.display)?;
+    if info.contains_key("info") && info.contains_key("messages") {
+        // An export document that happens to sit where session files do.
+        return Ok(bytes.to_vec());
+    }
     let record = match tree_of(file) {
         Some(t) => session_record(info, &t, file, limit, problems),
         None => session_record(
