@@ -234,3 +234,50 @@ fn a_session_file_outside_its_storage_tree_is_rejected_saying_so() {
     assert_eq!(r.reasons, counts(&[("schema_violation", 1)]));
     assert!(c.rejections[0].problems[0].message.contains("outside OpenCode's storage tree"));
 }
+
+/// Synthetic (no real tree with a grandchild was found): a child session that spawns its own
+/// child nests two levels deep, every id distinct, every file consumed by the top session.
+#[test]
+fn synthetic_grandchild_sessions_nest_with_distinct_ids() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("storage");
+    let session = |id: &str, parent: Option<&str>, spawns: Option<&str>| {
+        let mut info = json!({"id": id, "projectID": "p1", "version": "1.2.15", "time": {"created": 1}});
+        if let Some(p) = parent {
+            info["parentID"] = json!(p);
+        }
+        write(&root.join(format!("session/p1/{id}.json")), &info);
+        let (user, asst) = (format!("msg_{id}_1"), format!("msg_{id}_2"));
+        write(&root.join(format!("message/{id}/{user}.json")), &json!({"id": user, "role": "user"}));
+        write(&root.join(format!("part/{user}/prt_1.json")), &json!({"type": "text", "text": format!("work of {id}")}));
+        write(
+            &root.join(format!("message/{id}/{asst}.json")),
+            &json!({"id": asst, "role": "assistant", "modelID": "m"}),
+        );
+        if let Some(child) = spawns {
+            let state = json!({"status": "completed", "input": {}, "output": "ok", "metadata": {"sessionId": child}});
+            let part = json!({"type": "tool", "callID": format!("call_{id}"), "tool": "task", "state": state});
+            write(&root.join(format!("part/{asst}/prt_1.json")), &part);
+        } else {
+            write(&root.join(format!("part/{asst}/prt_1.json")), &json!({"type": "text", "text": "done"}));
+        }
+    };
+    session("ses_a", None, Some("ses_b"));
+    session("ses_b", Some("ses_a"), Some("ses_c"));
+    session("ses_c", Some("ses_b"), None);
+    let c = read(&[root]);
+    let r = report(&c, "ses_a.json");
+    assert_eq!((r.trajectories, r.subagents, r.rejected), (1, 2, 0));
+    assert_eq!(r.gaps, counts(&[]));
+    assert_eq!(
+        c.reports.iter().filter(|f| f.part_of.is_some()).count(),
+        2 + 3 * 4,
+        "2 session files, 12 message and part files"
+    );
+    let a = &c.trajectories[0];
+    let b = &a.subagents[0].trajectory;
+    let grandchild = &b.subagents[0].trajectory;
+    assert_eq!((b.session_id.as_deref(), grandchild.session_id.as_deref()), (Some("ses_b"), Some("ses_c")));
+    assert_eq!(b.subagents[0].spawned_by_tool_call.as_deref(), Some("call_ses_b"));
+    assert!(a.id != b.id && b.id != grandchild.id && a.id != grandchild.id);
+}

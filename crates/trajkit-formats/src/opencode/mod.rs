@@ -115,25 +115,26 @@ fn session(mut doc: Map<String, Value>, id: String, raw: &RawRecord, file: &Inpu
         parts::message(m, &idx("$.messages", i), &mut steps, &mut gaps, &mut model)?;
     }
     link_tool_results(&steps, &mut gaps);
-    let session_id = take_str(&mut info, "id");
+    let task = task_of(&steps, raw.sha256);
     let mut t = Trajectory {
         agent: Agent {
             model: model.as_ref().map(|m| m.0.clone()),
             name: Some(FAMILY.into()),
             version: take_str(&mut info, "version"),
         },
-        session_id,
-        ..Trajectory::new(id, raw.provenance(FAMILY, file), task_of(&steps, raw.sha256))
+        gaps,
+        session_id: take_str(&mut info, "id"),
+        steps,
+        ..Trajectory::new(id, raw.provenance(FAMILY, file), task)
     };
     if let Some((_, Some(provider))) = model {
         t.extra.insert("providerID".into(), Value::String(provider));
     }
-    t.steps = steps;
-    t.gaps = gaps;
     if let Some(Value::Array(children)) = doc.remove(storage::CHILDREN) {
         for (k, c) in children.into_iter().enumerate() {
             let Value::Object(c) = c else { continue };
-            let sub_id = format!("{FAMILY}-{}", &sha256_hex(format!("{}/{k}", raw.sha256).as_bytes())[..16]);
+            // Derived from the parent's id, so that nested children never share one.
+            let sub_id = format!("{FAMILY}-{}", &sha256_hex(format!("{}/{k}", t.id).as_bytes())[..16]);
             nest(&mut t, session(c, sub_id, raw, file)?);
         }
     }
