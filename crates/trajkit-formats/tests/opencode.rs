@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use common::{counts, read, real, report};
 use serde_json::{json, Value};
-use trajkit_model::{Role, Status, TaskKeySource};
+use trajkit_model::{GapKind, Role, Status, TaskKeySource};
 
 const PARENT: &str = "ses_341f480cfffekQwFX2LabeJFAU";
 const CHILD: &str = "ses_341f3e676ffez6WUF6zpok7dUZ";
@@ -185,6 +185,8 @@ fn synthetic_pending_tool_error_and_missing_child_are_gaps() {
     assert_eq!(r.gaps, gaps);
     let t = &c.trajectories[0];
     assert_eq!(t.outcome.status, Status::Unknown);
+    let error = t.gaps.iter().find(|g| g.kind == GapKind::IncompleteGeneration).expect("the error's gap");
+    assert_eq!((error.step, error.detail.as_deref()), (Some(1), Some("APIError: overloaded")), "at the assistant step");
     assert_eq!(t.steps[1].reasoning.as_deref(), Some("try bash"));
     assert_eq!(t.steps[2].tool_results[0].content, Some(json!("no such file")));
     let m = t.steps[1].metrics.as_ref().expect("step-finish metrics");

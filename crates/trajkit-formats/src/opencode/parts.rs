@@ -37,7 +37,7 @@ pub(super) fn message(
     let first = steps.len();
     match role.as_str() {
         "user" => steps.push(user_step(parts)),
-        "assistant" => assistant_steps(parts, &mut info, path, steps, model)?,
+        "assistant" => assistant_steps(parts, &mut info, steps, model),
         other => {
             return Err(Problem::new(
                 Reason::InvalidValue,
@@ -49,7 +49,7 @@ pub(super) fn message(
     if let Some(Value::Object(e)) = info.get("error") {
         let name = e.get("name").and_then(Value::as_str).unwrap_or("error");
         let msg = e.get("data").and_then(|d| d.get("message")).and_then(Value::as_str).unwrap_or_default();
-        let at = steps.len().checked_sub(1).filter(|l| *l >= first);
+        let at = steps[first..].iter().rposition(|s| s.role == Role::Assistant).map(|i| first + i);
         gaps.push(Gap::at(GapKind::IncompleteGeneration, at, format!("{name}: {msg}")));
     }
     if let Some(s) = steps.get_mut(first) {
@@ -192,10 +192,9 @@ fn user_step(parts: Vec<Map<String, Value>>) -> Step {
 fn assistant_steps(
     parts: Vec<Map<String, Value>>,
     info: &mut Map<String, Value>,
-    path: &str,
     steps: &mut Vec<Step>,
     model: &mut Model,
-) -> Result<(), Problem> {
+) {
     let name = take_str(info, "modelID");
     let provider = info.get("providerID").and_then(Value::as_str).map(str::to_string);
     let segmented = parts.iter().any(|p| p.get("type").and_then(Value::as_str) == Some("step-finish"));
@@ -213,9 +212,6 @@ fn assistant_steps(
         b.metrics = metrics(info);
     }
     b.finish(steps);
-    if steps.len() == first {
-        return Err(Problem::new(Reason::InternalError, path, "an assistant message made no step"));
-    }
     match (model.as_ref(), name) {
         (None, Some(n)) => *model = Some((n, provider)),
         (Some((m, _)), Some(n)) if *m != n => {
@@ -225,7 +221,6 @@ fn assistant_steps(
         }
         _ => {}
     }
-    Ok(())
 }
 
 /// Step metrics from `tokens` (`input` excludes the cache traffic, `output` excludes
