@@ -65,4 +65,4 @@ fn accepted(signature: &str) -> bool {
 /// they are not trajectories or are malformed, and the Parquet seed, which no reader accepts:
 /// it covers the container and the rejection path).
 const EXPECTED_SEEDS: &[&str] =
-    &["formats 122 102", "canonical 526 526", "zip 6 4", "parquet 1 0", "sqlite 1 1", "npy 23 19", "redact 122 122"];
+    &["formats 190 103", "canonical 528 528", "zip 6 4", "parquet 1 0", "sqlite 1 1", "npy 23 19", "redact 190 190"];

@@ -27,6 +27,7 @@ pub mod mapping;
 pub mod mini_swe_agent;
 pub mod mlflow;
 pub mod nebius;
+pub mod opencode;
 pub mod openhands;
 pub mod otel;
 pub mod outcomes;

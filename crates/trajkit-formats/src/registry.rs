@@ -14,6 +14,7 @@ static CLINE: crate::cline::ClineReader = crate::cline::ClineReader;
 static GEMINI_CLI: crate::gemini_cli::GeminiCliReader = crate::gemini_cli::GeminiCliReader;
 static COPILOT_CHAT: crate::copilot::CopilotChatReader = crate::copilot::CopilotChatReader;
 static COPILOT_CLI: crate::copilot::CopilotCliReader = crate::copilot::CopilotCliReader;
+static OPENCODE: crate::opencode::OpenCodeReader = crate::opencode::OpenCodeReader;
 static SWE_AGENT: swe_agent::SweAgentReader = swe_agent::SweAgentReader;
 static MINI_SWE_AGENT: mini_swe_agent::MiniSweAgentReader = mini_swe_agent::MiniSweAgentReader;
 static GYM: gym::GymReader = gym::GymReader;
@@ -61,6 +62,7 @@ static ALL: &[&dyn Reader] = &[
     &GEMINI_CLI,
     &COPILOT_CHAT,
     &COPILOT_CLI,
+    &OPENCODE,
     &MLFLOW,
     &LANGFUSE,
     &LANGSMITH,

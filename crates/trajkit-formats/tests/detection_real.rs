@@ -126,6 +126,7 @@ fn every_document_family_is_detected_with_its_keys_last_in_a_multi_mib_document(
         ("mini-swe-agent", 3),
         ("mlflow", 2),
         ("nebius", 1),
+        ("opencode", 3),
         ("openhands", 3),
         ("otel", 4),
         ("sharegpt", 1),

@@ -50,20 +50,20 @@ fn every_real_fixture_clusters_the_same_in_any_partition_and_templates_do_not_me
     assert_eq!(cluster_state(&one), cluster_state(&many));
 
     let state = cluster_state(&one);
-    assert_eq!(summary.trajectories, 527);
-    assert_eq!(column(&one, "SELECT count(DISTINCT split_key) FROM trajectories"), ["412"]);
-    assert_eq!(state[0].len(), 386, "clusters");
+    assert_eq!(summary.trajectories, 529);
+    assert_eq!(column(&one, "SELECT count(DISTINCT split_key) FROM trajectories"), ["414"]);
+    assert_eq!(state[0].len(), 388, "clusters");
     assert_eq!(state[2].len(), 19, "confirmed near-duplicate instruction pairs");
     assert_eq!(
         column(
             &one,
             "SELECT r || ' ' || n FROM (SELECT task_cluster_reason AS r, count(*) AS n FROM trajectories GROUP BY 1) ORDER BY 1"
         ),
-        ["near_duplicate 21", "same_instruction 8", "same_key 498"]
+        ["near_duplicate 21", "same_instruction 8", "same_key 500"]
     );
 
     // Near-duplicate trajectories: 16 groups of 2 to 5 interactions (40 in all) inside their
-    // task clusters; 483 near groups over the 507 exact ones.
+    // task clusters; 485 near groups over the 509 exact ones.
     assert_eq!(state[5].len(), 16, "near-duplicate groups of two or more interactions");
     assert_eq!(column(&one, "SELECT count(*) FROM near_duplicate_members"), ["40"]);
     assert_eq!(
@@ -71,7 +71,7 @@ fn every_real_fixture_clusters_the_same_in_any_partition_and_templates_do_not_me
             &one,
             "SELECT count(DISTINCT duplicate_group) || ' ' || count(DISTINCT near_duplicate_group) FROM trajectories"
         ),
-        ["507 483"]
+        ["509 485"]
     );
 
     // One task under two keys: tau2 telecom's airplane_mode_on and break_apn_settings give
@@ -105,7 +105,7 @@ fn every_real_fixture_clusters_the_same_in_any_partition_and_templates_do_not_me
     trajkit_library::build(&opts, &trajkit_library::Quiet).expect("build");
     let merged = clusters_of(&opts.output, "mini_swe_agent_2/");
     assert_eq!(count_distinct(&merged), 1, "without the boilerplate rule the template merges them: {merged:#?}");
-    assert_eq!(column(&opts.output, "SELECT count(*) FROM task_clusters"), ["369"]);
+    assert_eq!(column(&opts.output, "SELECT count(*) FROM task_clusters"), ["371"]);
 }
 
 /// The case: an `evaluation_only` source with one real ATIF trajectory and a

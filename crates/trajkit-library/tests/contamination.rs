@@ -214,7 +214,7 @@ fn the_real_fixtures_report_is_pinned_and_the_same_in_any_partition() {
     let many = BuildOptions { output: dir.path().join("many/lib"), ..one.clone() };
     let (summary, groups) = build_in_groups(&many);
     assert!(groups > 100, "{groups}");
-    assert_eq!(summary.trajectories, 527);
+    assert_eq!(summary.trajectories, 529);
     let bytes = |o: &BuildOptions| std::fs::read(o.output.join("evaluation/contamination.json")).unwrap();
     assert_eq!(bytes(&one), bytes(&many), "the report is the same for any partition");
     let r = report(&one.output);
