@@ -143,6 +143,22 @@ pub fn decompress(raw: Box<dyn Read + Send>, compression: Compression) -> io::Re
 }
 
 /// Reads a whole (decompressed) file: for single-document formats and side files.
+/// Reads a file that a record gathers besides its own (an OTLP set's other files, an
+/// OpenCode session's message and part files), at most `limit` bytes: a file that cannot be
+/// read or is larger than the limit is a problem of the record, naming the file.
+pub(crate) fn read_gathered(file: &InputFile, limit: usize) -> Result<Vec<u8>, crate::rejection::Problem> {
+    use crate::rejection::{Problem, Reason};
+    let mut buf = Vec::new();
+    let read = open(file).map_err(|e| e.to_string()).and_then(|r| {
+        r.take(limit as u64 + 1).read_to_end(&mut buf).map_err(|e| format!("{}: read failed: {e}", file.display))
+    });
+    match read {
+        Err(e) => Err(Problem::new(Reason::InvalidJson, "$", e)),
+        Ok(_) if buf.len() > limit => Err(crate::pipeline::too_large_problem(limit)),
+        Ok(_) => Ok(buf),
+    }
+}
+
 pub fn read_all(file: &InputFile) -> Result<Vec<u8>, FormatError> {
     let mut r = open(file)?;
     let mut buf = Vec::new();

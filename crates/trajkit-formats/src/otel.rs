@@ -237,15 +237,10 @@ fn expand(
         let display = sibling_display(file, &path);
         let idx = g.files.len();
         g.files.push(display.clone());
-        let f = InputFile { fs_path: path, display: display.clone(), root: file.root.clone() };
-        let mut buf = Vec::new();
-        let read = input::open(&f).map_err(|e| e.to_string()).and_then(|r| {
-            r.take(limit as u64 + 1).read_to_end(&mut buf).map_err(|e| format!("{display}: read failed: {e}"))
-        });
-        match read {
-            Err(e) => problems.push(Problem::new(Reason::InvalidJson, "$", e)),
-            Ok(_) if buf.len() > limit => problems.push(crate::pipeline::too_large_problem(limit)),
-            Ok(_) => gather(&mut g, idx, &buf, &mut problems),
+        let f = InputFile { fs_path: path, display, root: file.root.clone() };
+        match input::read_gathered(&f, limit) {
+            Ok(buf) => gather(&mut g, idx, &buf, &mut problems),
+            Err(p) => problems.push(p),
         }
     }
     for p in problems {

@@ -5,7 +5,6 @@
 //! shape (`{info, messages: [{info, parts}]}`, children under [`CHILDREN`]).
 
 use std::collections::HashMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
@@ -195,19 +194,13 @@ fn session_record(
 fn load(path: &Path, lead: &InputFile, limit: usize, problems: &mut Vec<Problem>) -> Option<Map<String, Value>> {
     let display = display_of(lead, path);
     let f = InputFile { fs_path: path.to_path_buf(), display: display.clone(), root: lead.root.clone() };
-    let mut buf = Vec::new();
-    let read = input::open(&f).map_err(|e| e.to_string()).and_then(|r| {
-        r.take(limit as u64 + 1).read_to_end(&mut buf).map_err(|e| format!("{display}: read failed: {e}"))
-    });
-    match read {
-        Err(e) => problems.push(Problem::new(Reason::InvalidJson, "$", e)),
-        Ok(_) if buf.len() > limit => problems.push(crate::pipeline::too_large_problem(limit)),
-        Ok(_) => match object(&buf, &display) {
-            Ok(m) => return Some(m),
-            Err(p) => problems.push(p),
-        },
+    match input::read_gathered(&f, limit).and_then(|buf| object(&buf, &display)) {
+        Ok(m) => Some(m),
+        Err(p) => {
+            problems.push(p);
+            None
+        }
     }
-    None
 }
 
 /// Parses one storage file that must be a JSON object; the problem's message names it.
