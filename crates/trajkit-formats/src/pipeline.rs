@@ -128,8 +128,14 @@ struct Batch {
 }
 
 impl Batch {
-    fn with_capacity() -> Self {
-        Batch { buf: Vec::with_capacity(BATCH_BYTES + (1 << 20)), ..Batch::default() }
+    /// Makes room for a batch's worth of bytes in the buffer. Called only by the paths that
+    /// copy records (mapped JSON Lines never touch the buffer, so their batches do not
+    /// allocate, and fault in, 9 MiB each).
+    fn reserve_buf(&mut self) {
+        let want = BATCH_BYTES + (1 << 20);
+        if self.buf.capacity() < want {
+            self.buf.reserve(want - self.buf.len());
+        }
     }
 
     fn bytes(&self, r: &OwnedRecord) -> &[u8] {
@@ -216,7 +222,7 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
     let stage_jobs: Vec<(Option<&'static dyn Reader>, InputFile)> =
         plans.iter().map(|p| (p.reader, p.file.clone())).collect();
     let producer = std::thread::spawn(move || {
-        let mut out = Producer { tx, recycled: recycle_rx, batch: Batch::with_capacity(), limit };
+        let mut out = Producer { tx, recycled: recycle_rx, batch: Batch::default(), limit };
         for (idx, (file, reader, layout, stdin, parquet)) in producer_plans.into_iter().enumerate() {
             let err = match reader {
                 Some(_) if parquet => out.parquet(idx, &file).err(),
@@ -594,7 +600,7 @@ impl Producer {
     /// Sends the batch when it is full.
     fn send_if_full(&mut self) -> Result<(), Stopped> {
         if self.batch.is_full() {
-            let next = self.recycled.try_recv().unwrap_or_else(|_| Batch::with_capacity());
+            let next = self.recycled.try_recv().unwrap_or_else(|_| Batch::default());
             self.tx.send(std::mem::replace(&mut self.batch, next)).map_err(|_| Stopped)?;
         }
         Ok(())
@@ -624,6 +630,7 @@ impl Producer {
             None => input::open(file).map_err(|e| e.to_string())?,
         };
         if layout == Layout::Document {
+            self.batch.reserve_buf();
             let start = self.batch.buf.len();
             if let Err(e) = (&mut reader).take(self.limit as u64 + 1).read_to_end(&mut self.batch.buf) {
                 self.batch.buf.truncate(start);
@@ -796,6 +803,7 @@ impl Producer {
         const CHUNK: u64 = 1 << 20;
         let mut line_start = self.batch.buf.len();
         loop {
+            self.batch.reserve_buf();
             let scan_from = self.batch.buf.len();
             let read = reader.take(CHUNK).read_to_end(&mut self.batch.buf);
             // Complete lines are records even when the read then failed (bytes read before
@@ -892,6 +900,7 @@ impl Producer {
         use crate::parquet::{Next, Rows};
         let mut rows = Rows::open(&file.fs_path).map_err(|e| format!("{}: {}", file.display, e))?;
         loop {
+            self.batch.reserve_buf();
             let start = self.batch.buf.len();
             let index = rows.index();
             let problem = match rows.next_row(&mut self.batch.buf) {
@@ -910,7 +919,7 @@ impl Producer {
     /// Sends the full batch; the partial line from `tail` on starts the next batch.
     /// Returns where that partial line starts in the new buffer.
     fn send_keeping_tail(&mut self, tail: usize) -> Result<usize, Stopped> {
-        let mut next = self.recycled.try_recv().unwrap_or_else(|_| Batch::with_capacity());
+        let mut next = self.recycled.try_recv().unwrap_or_else(|_| Batch::default());
         next.buf.extend_from_slice(&self.batch.buf[tail..]);
         self.batch.buf.truncate(tail);
         self.tx.send(std::mem::replace(&mut self.batch, next)).map_err(|_| Stopped)?;
@@ -1140,7 +1149,7 @@ mod tests {
     fn produced(file: &InputFile, mapped: bool, limit: usize) -> Vec<Produced> {
         let (tx, rx) = bounded::<Batch>(1024);
         let (_keep, recycled) = bounded::<Batch>(1);
-        let mut p = Producer { tx, recycled, batch: Batch::with_capacity(), limit };
+        let mut p = Producer { tx, recycled, batch: Batch::default(), limit };
         let done = match mapped {
             true => p.mapped_lines(0, file),
             false => input::open(file).map_err(|e| e.to_string()).and_then(|mut r| p.lines(0, file, &mut r, 0)),
