@@ -215,65 +215,22 @@ fn read_member(
 }
 
 // ---------------------------------------------------------------------------------------
-// A small scanner for the members of a top-level JSON object.
+// The members of a top-level JSON object.
 
-fn skip_ws(bytes: &[u8], mut i: usize) -> usize {
-    while i < bytes.len() && bytes[i].is_ascii_whitespace() {
-        i += 1;
-    }
-    i
-}
-
-/// Index just past the string that starts at `start` (a `"`).
-fn string_end(bytes: &[u8], start: usize) -> Option<usize> {
-    crate::json::string_close(bytes, start).map(|i| i + 1)
-}
-
-/// Scans a member value from `start`: the index of the `,` or `}` that ends it at depth 0.
-fn value_end(bytes: &[u8], start: usize) -> Option<usize> {
-    crate::json::value_end(bytes, start, b'}').map(|(i, _)| i)
-}
-
-/// Keys and value ranges of a top-level object's members, in order, and whether the
-/// object was complete. Stops at the first member it cannot scan (a truncated peek), so
-/// detection sees the members before it. Values are not validated here; they are parsed
-/// (and rejected when malformed) when read.
+/// Keys and value ranges of a top-level object's members, in order (`json::object_members`),
+/// without a member cut by the end of the bytes, and whether the object was complete: every
+/// member scanned, closed, nothing after it.
+/// Values are not validated here; they are parsed (and rejected when malformed) when read.
 fn object_members(bytes: &[u8]) -> (Vec<(String, Range<usize>)>, bool) {
-    let mut out = Vec::new();
-    let start = if bytes.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
-    let mut i = skip_ws(bytes, start);
-    if bytes.get(i) != Some(&b'{') {
-        return (out, false);
-    }
-    i = skip_ws(bytes, i + 1);
-    if bytes.get(i) == Some(&b'}') {
-        return (out, skip_ws(bytes, i + 1) == bytes.len());
-    }
-    loop {
-        if bytes.get(i) != Some(&b'"') {
-            return (out, false);
-        }
-        let Some(key_end) = string_end(bytes, i) else { return (out, false) };
-        let Ok(key) = serde_json::from_slice::<String>(&bytes[i..key_end]) else { return (out, false) };
-        i = skip_ws(bytes, key_end);
-        if bytes.get(i) != Some(&b':') {
-            return (out, false);
-        }
-        let value_start = skip_ws(bytes, i + 1);
-        let Some(end) = value_end(bytes, value_start) else { return (out, false) };
-        let mut trimmed = end;
-        while trimmed > value_start && bytes[trimmed - 1].is_ascii_whitespace() {
-            trimmed -= 1;
-        }
-        if trimmed == value_start {
-            return (out, false);
-        }
-        out.push((key, value_start..trimmed));
-        if bytes[end] == b'}' {
-            return (out, skip_ws(bytes, end + 1) == bytes.len());
-        }
-        i = skip_ws(bytes, end + 1);
-    }
+    let Some(members) = crate::json::object_members(bytes) else {
+        return (Vec::new(), false);
+    };
+    let open = bytes.iter().position(|&b| b == b'{').unwrap_or(0);
+    let after = members.last().map_or(open + 1, |m| m.value.end);
+    let closed = bytes.get(after..).is_some_and(|rest| rest.trim_ascii() == b"}");
+    let complete = closed && members.iter().all(|m| m.complete && !m.value.is_empty());
+    let scanned = members.into_iter().filter(|m| m.complete && !m.value.is_empty());
+    (scanned.map(|m| (m.key, m.value)).collect(), complete)
 }
 
 // ---------------------------------------------------------------------------------------
