@@ -354,6 +354,25 @@ pub(crate) fn task_of(environment: &str, id: Option<String>, instruction: Option
     Task { environment: Some(environment.to_string()), environment_version: None, id, instruction, key, key_source }
 }
 
+/// The task of a coding-agent session, which names no environment or task id: its
+/// `instruction` hashed into the key, else the record hash.
+pub(crate) fn session_task(instruction: Option<String>, sha: &str) -> Task {
+    let (key, key_source) = match &instruction {
+        Some(text) => (instruction_task_key(text, None), TaskKeySource::InstructionHash),
+        None => (format!("r:{}", sha.get(..16).unwrap_or(sha)), TaskKeySource::RecordHash),
+    };
+    Task { environment: None, environment_version: None, id: None, instruction, key, key_source }
+}
+
+/// The session task (see [`session_task`]) of the first user step with text.
+pub(crate) fn first_user_task(steps: &[Step], sha: &str) -> Task {
+    let instruction = steps
+        .iter()
+        .filter(|s| s.role == Role::User)
+        .find_map(|s| s.content.as_ref().and_then(content_text).filter(|t| !t.trim().is_empty()));
+    session_task(instruction, sha)
+}
+
 /// The record around the steps: tools, model, outcome, task, gaps.
 fn finish(
     family: &'static str,

@@ -14,9 +14,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 use trajkit_model::{
-    canonical::{instruction_task_key, sha256_hex},
-    Agent, Authorship, Extra, Gap, GapKind, Metrics, Provenance, Role, Step, Subagent, Task, TaskKeySource, ToolCall,
-    ToolResult, Trajectory,
+    canonical::sha256_hex, Agent, Authorship, Extra, Gap, GapKind, Metrics, Provenance, Role, Step, Subagent, Task,
+    ToolCall, ToolResult, Trajectory,
 };
 
 use crate::input::{self, InputFile};
@@ -750,12 +749,7 @@ fn first_prompt(steps: &[Step]) -> Option<String> {
 }
 
 fn task_of(steps: &[Step], sha: &str) -> Task {
-    let instruction = first_prompt(steps);
-    let (key, key_source) = match &instruction {
-        Some(text) => (instruction_task_key(text, None), TaskKeySource::InstructionHash),
-        None => (format!("r:{}", &sha[..16.min(sha.len())]), TaskKeySource::RecordHash),
-    };
-    Task { environment: None, environment_version: None, id: None, instruction, key, key_source }
+    crate::chat::session_task(first_prompt(steps), sha)
 }
 
 /// Session-level lines that are not messages go to the trajectory's extra.

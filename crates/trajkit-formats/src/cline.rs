@@ -7,10 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
-use trajkit_model::{
-    canonical::instruction_task_key, Agent, Authorship, Extra, Metrics, Role, Step, Task, TaskKeySource, ToolCall,
-    ToolResult, Trajectory,
-};
+use trajkit_model::{Agent, Authorship, Extra, Metrics, Role, Step, Task, ToolCall, ToolResult, Trajectory};
 
 use crate::input::{self, InputFile};
 use crate::json::{idx, take, take_f64, take_str, take_u64};
@@ -391,12 +388,7 @@ fn task_of(steps: &[Step], sha: &str) -> Task {
         (Some(a), Some(b)) if a < b => t[a + "<task>".len()..b].trim().to_string(),
         _ => t,
     });
-    let instruction = instruction.filter(|t| !t.trim().is_empty());
-    let (key, key_source) = match &instruction {
-        Some(text) => (instruction_task_key(text, None), TaskKeySource::InstructionHash),
-        None => (format!("r:{}", &sha[..16.min(sha.len())]), TaskKeySource::RecordHash),
-    };
-    Task { environment: None, environment_version: None, id: None, instruction, key, key_source }
+    crate::chat::session_task(instruction.filter(|t| !t.trim().is_empty()), sha)
 }
 
 /// What the side files of a task directory add.

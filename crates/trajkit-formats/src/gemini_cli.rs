@@ -4,14 +4,11 @@
 //! one trajectory. See docs/formats/gemini-cli.md.
 
 use serde_json::{Map, Value};
-use trajkit_model::{
-    canonical::instruction_task_key, Agent, Extra, Gap, GapKind, Metrics, Role, Step, Task, TaskKeySource, ToolCall,
-    ToolResult, Trajectory,
-};
+use trajkit_model::{Agent, Extra, Gap, GapKind, Metrics, Role, Step, ToolCall, ToolResult, Trajectory};
 
 use crate::claude_code::parse_lines;
 use crate::input::InputFile;
-use crate::json::{content_text, take, take_str, take_u64};
+use crate::json::{take, take_str, take_u64};
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{Problem, Reason};
@@ -132,7 +129,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
         gaps.push(Gap { detail: None, kind: GapKind::NoSteps, step: None });
     }
     let session_id = take_str(&mut rec.meta, "sessionId");
-    let task = task_of(&steps, raw.sha256);
+    let task = crate::chat::first_user_task(&steps, raw.sha256);
     Ok(Trajectory {
         agent: Agent { model, name: Some(FAMILY.into()), version: None },
         extra: rec.meta,
@@ -249,17 +246,4 @@ fn plain_parts(v: Value) -> Value {
         }
         other => other,
     }
-}
-
-/// The first user message's text, hashed into the task key.
-pub(crate) fn task_of(steps: &[Step], sha: &str) -> Task {
-    let instruction = steps
-        .iter()
-        .filter(|s| s.role == Role::User)
-        .find_map(|s| s.content.as_ref().and_then(content_text).filter(|t| !t.trim().is_empty()));
-    let (key, key_source) = match &instruction {
-        Some(text) => (instruction_task_key(text, None), TaskKeySource::InstructionHash),
-        None => (format!("r:{}", &sha[..16.min(sha.len())]), TaskKeySource::RecordHash),
-    };
-    Task { environment: None, environment_version: None, id: None, instruction, key, key_source }
 }

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use trajkit_model::{Agent, Extra, Gap, GapKind, Role, Step, ToolCall, ToolResult, Trajectory};
 
 use super::{iso_from_millis, metrics, oplog, session_gaps, tool_call};
-use crate::gemini_cli::task_of;
+use crate::chat::first_user_task;
 use crate::input::InputFile;
 use crate::json::{object_members, record_object, take, take_str, take_u64, Member};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
@@ -83,7 +83,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     }
     session_gaps(&s.steps, &mut s.gaps);
     let session_id = take_str(&mut session, "sessionId").or(s.metadata_session);
-    let task = task_of(&s.steps, raw.sha256);
+    let task = first_user_task(&s.steps, raw.sha256);
     Ok(Trajectory {
         agent: Agent { model: s.model, name: Some(FAMILY.into()), version: s.version },
         extra: session,

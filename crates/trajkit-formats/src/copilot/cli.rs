@@ -10,8 +10,8 @@ use trajkit_model::{
 };
 
 use super::{metrics, session_gaps, tool_call};
+use crate::chat::first_user_task;
 use crate::claude_code::{parse_lines, Line};
-use crate::gemini_cli::task_of;
 use crate::input::InputFile;
 use crate::json::{take, take_str, take_u64};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
@@ -61,7 +61,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
         }
     }
     let log = Log::build(main);
-    let task = task_of(&log.steps, raw.sha256);
+    let task = first_user_task(&log.steps, raw.sha256);
     let mut t = log.trajectory(raw.trajectory(FAMILY, file, task));
     for (agent, lines) in agents {
         let sub = subagent(raw, file, &t, &agent, lines);
@@ -98,7 +98,7 @@ fn subagent(raw: &RawRecord, file: &InputFile, parent: &Trajectory, agent: &str,
             key: instruction_task_key(p, None),
             key_source: TaskKeySource::InstructionHash,
         },
-        None => task_of(&log.steps, &sid),
+        None => first_user_task(&log.steps, &sid),
     };
     let base = Trajectory::new(format!("{FAMILY}-{}", &sid[..16]), raw.provenance(FAMILY, file), task);
     let mut sub = log.trajectory(base);

@@ -7,13 +7,10 @@ mod parts;
 mod storage;
 
 use serde_json::{Map, Value};
-use trajkit_model::{
-    canonical::{instruction_task_key, sha256_hex},
-    Agent, Gap, GapKind, Role, Step, Subagent, Task, TaskKeySource, Trajectory,
-};
+use trajkit_model::{canonical::sha256_hex, Agent, Gap, GapKind, Subagent, Trajectory};
 
 use crate::input::InputFile;
-use crate::json::{content_text, idx, take_str};
+use crate::json::{idx, take_str};
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, Problem, Reason};
@@ -111,7 +108,7 @@ fn session(mut doc: Map<String, Value>, id: String, raw: &RawRecord, file: &Inpu
         parts::message(m, &idx("$.messages", i), &mut steps, &mut gaps, &mut model)?;
     }
     link_tool_results(&steps, &mut gaps);
-    let task = task_of(&steps, raw.sha256);
+    let task = crate::chat::first_user_task(&steps, raw.sha256);
     let mut t = Trajectory {
         agent: Agent {
             model: model.as_ref().map(|m| m.0.clone()),
@@ -177,17 +174,4 @@ fn unresolved_tasks(t: &mut Trajectory) {
         }
     }
     t.gaps.extend(missing);
-}
-
-/// The first user step's text (synthetic parts are not in `content`), hashed into the key.
-fn task_of(steps: &[Step], sha: &str) -> Task {
-    let instruction = steps
-        .iter()
-        .filter(|s| s.role == Role::User)
-        .find_map(|s| s.content.as_ref().and_then(content_text).filter(|t| !t.trim().is_empty()));
-    let (key, key_source) = match &instruction {
-        Some(text) => (instruction_task_key(text, None), TaskKeySource::InstructionHash),
-        None => (format!("r:{}", &sha[..16.min(sha.len())]), TaskKeySource::RecordHash),
-    };
-    Task { environment: None, environment_version: None, id: None, instruction, key, key_source }
 }
