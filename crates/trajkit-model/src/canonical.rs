@@ -6,6 +6,7 @@
 
 use sha2::{Digest, Sha256};
 
+use crate::compact;
 use crate::record::{Provenance, Trajectory};
 
 /// Lowercase hex of a byte slice.
@@ -26,12 +27,12 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 /// Writes the canonical JSON of a record into `out` (no trailing newline).
 pub fn write_canonical(record: &Trajectory, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
-    serde_json::to_writer(out, record)
+    compact::to_writer(out, record)
 }
 
 /// Canonical JSON of a record as a string.
 pub fn to_canonical_string(record: &Trajectory) -> Result<String, serde_json::Error> {
-    serde_json::to_string(record)
+    compact::to_string(record)
 }
 
 /// Identity fields of nested subagents, blanked while their parent's content is hashed.
@@ -82,11 +83,11 @@ fn write_fields(t: &Trajectory, out: &mut Vec<u8>) -> Result<Layout, serde_json:
         out.push(b'"');
         out.extend_from_slice(key.as_bytes());
         out.extend_from_slice(b"\":");
-        serde_json::to_writer(&mut *out, v)?;
+        compact::to_writer(out, v)?;
         Ok(start..out.len())
     }
     out.extend_from_slice(b"{\"agent\":");
-    serde_json::to_writer(&mut *out, &t.agent)?;
+    compact::to_writer(out, &t.agent)?;
     let digest_start = out.len();
     out.extend_from_slice(b",\"content_digest\":\"");
     let digest_at = out.len();

@@ -2,6 +2,7 @@
 //! later stage reads, with its canonical JSON form and content digests.
 
 pub mod canonical;
+pub mod compact;
 pub mod interaction;
 pub mod record;
 pub mod success;
