@@ -132,38 +132,17 @@ impl Reader for AtifReader {
 
     fn referenced_files(&self, file: &InputFile, layout: Layout) -> Vec<PathBuf> {
         match input::read_all(file) {
-            Ok(bytes) => self.referenced_files_in(file, layout, &bytes),
+            Ok(bytes) => references(file, layout, &bytes, None),
             Err(_) => Vec::new(),
         }
     }
 
-    fn referenced_files_in(&self, file: &InputFile, layout: Layout, bytes: &[u8]) -> Vec<PathBuf> {
-        if !contains(bytes, b"trajectory_path") && !contains(bytes, b"continued_trajectory_ref") {
-            return Vec::new();
-        }
-        let dir = file_dir(file);
-        let me = file.fs_path.canonicalize().unwrap_or_else(|_| file.fs_path.clone());
-        let mut walk =
-            RefWalk { root: &file.root, seen: HashSet::from([me.clone()]), out: Vec::new(), edges: Vec::new() };
-        let docs: Vec<&[u8]> = match layout {
-            Layout::Document => vec![bytes],
-            Layout::Lines => bytes.split(|&b| b == b'\n').collect(),
+    fn referenced_files_in(&self, file: &InputFile, layout: Layout, peek: &Peek) -> Vec<PathBuf> {
+        let parsed = match layout {
+            Layout::Document => peek.document(),
+            Layout::Lines => peek.first_line,
         };
-        for doc in docs {
-            if !contains(doc, b"trajectory_path") && !contains(doc, b"continued_trajectory_ref") {
-                continue;
-            }
-            if let Ok(v) = serde_json::from_slice::<Value>(doc) {
-                walk.document(&v, &me, &dir, None, 0);
-            }
-        }
-        // Files that reference each other in a cycle: only the first of the cycle (by
-        // path) claims the others, so that exactly one of them is read as the head.
-        let cycle = walk.reaching(&me);
-        if cycle.iter().any(|other| *other < me) {
-            return Vec::new();
-        }
-        walk.out
+        references(file, layout, peek.bytes, parsed)
     }
 
     fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
@@ -213,6 +192,41 @@ impl Reader for AtifReader {
         }
         RecordResult::Accepted { trajectory: Box::new(trajectory), rollout_key: None, consumed: loader.consumed }
     }
+}
+
+/// The files that the ATIF documents in `bytes` reference (subagent trajectories and
+/// continuations). `parsed` is the first document already parsed by detection, if it was.
+fn references(file: &InputFile, layout: Layout, bytes: &[u8], parsed: Option<&Value>) -> Vec<PathBuf> {
+    if !contains(bytes, b"trajectory_path") && !contains(bytes, b"continued_trajectory_ref") {
+        return Vec::new();
+    }
+    let dir = file_dir(file);
+    let me = file.fs_path.canonicalize().unwrap_or_else(|_| file.fs_path.clone());
+    let mut walk = RefWalk { root: &file.root, seen: HashSet::from([me.clone()]), out: Vec::new(), edges: Vec::new() };
+    let docs: Vec<&[u8]> = match layout {
+        Layout::Document => vec![bytes],
+        Layout::Lines => bytes.split(|&b| b == b'\n').collect(),
+    };
+    for (i, doc) in docs.into_iter().enumerate() {
+        if !contains(doc, b"trajectory_path") && !contains(doc, b"continued_trajectory_ref") {
+            continue;
+        }
+        match parsed.filter(|_| i == 0) {
+            Some(v) => walk.document(v, &me, &dir, None, 0),
+            None => {
+                if let Ok(v) = serde_json::from_slice::<Value>(doc) {
+                    walk.document(&v, &me, &dir, None, 0);
+                }
+            }
+        }
+    }
+    // Files that reference each other in a cycle: only the first of the cycle (by
+    // path) claims the others, so that exactly one of them is read as the head.
+    let cycle = walk.reaching(&me);
+    if cycle.iter().any(|other| *other < me) {
+        return Vec::new();
+    }
+    walk.out
 }
 
 fn classify(m: &Map<String, Value>, layout: Layout) -> Option<Detection> {

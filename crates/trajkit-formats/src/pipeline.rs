@@ -451,7 +451,7 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize) -> P
         },
     }
     if let (Some(r), true, None) = (plan.reader, whole, &skeleton) {
-        plan.references = Some(r.referenced_files_in(&plan.file, plan.layout, peek.bytes));
+        plan.references = Some(r.referenced_files_in(&plan.file, plan.layout, &peek));
     }
     plan.report = report;
     plan

@@ -165,10 +165,10 @@ pub trait Reader: Send + Sync {
         Vec::new()
     }
 
-    /// `referenced_files` when the planner already holds the whole (decompressed) file as
-    /// `contents`: a reader that finds references in the content looks there instead of
-    /// reading the file again.
-    fn referenced_files_in(&self, file: &InputFile, layout: Layout, _contents: &[u8]) -> Vec<PathBuf> {
+    /// `referenced_files` when the planner's peek holds the whole (decompressed) file: a
+    /// reader that finds references in the content looks there, and in the peek's parsed
+    /// document, instead of reading and parsing the file again.
+    fn referenced_files_in(&self, file: &InputFile, layout: Layout, _whole: &Peek) -> Vec<PathBuf> {
         self.referenced_files(file, layout)
     }
 
