@@ -42,9 +42,14 @@ impl Reader for MiniSweAgentReader {
         {
             return document(80, "a .traj.json message list with fenced actions");
         }
-        let predictions = predictions_map(peek.first_line)
-            || (peek.contains("\"model_patch\"") && peek.contains("\"instance_id\"") && !peek.contains("\"messages\""));
-        if peek.name == "results.json" && predictions {
+        // The name first: each substring test scans the whole peek.
+        let predictions = || {
+            predictions_map(peek.first_line)
+                || (peek.contains("\"model_patch\"")
+                    && peek.contains("\"instance_id\"")
+                    && !peek.contains("\"messages\""))
+        };
+        if peek.name == "results.json" && predictions() {
             return document(75, "mini-swe-agent results.json (predictions)");
         }
         None
