@@ -3,7 +3,6 @@
 //! "Duplicate groups"). Exact-duplicate groups of the library are keyed by it.
 
 use std::collections::HashMap;
-use std::io::Write;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -67,18 +66,6 @@ struct Interaction<'a> {
 }
 
 /// Feeds serialized bytes straight into the hash (no intermediate buffer).
-struct HashWriter(Sha256);
-
-impl Write for HashWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.update(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// SHA-256 (hex) of the record's interaction: the task (id, environment, instruction),
 /// the offered tools, every step's role, content, reasoning, tool calls (name, arguments)
 /// and tool results (content, and which call they answer by position), in order, and the
@@ -101,9 +88,10 @@ pub fn interaction_digest(t: &Trajectory) -> Result<String, serde_json::Error> {
         },
         tools: t.tools.as_ref(),
     };
-    let mut w = HashWriter(Sha256::new());
-    serde_json::to_writer(&mut w, &interaction)?;
-    Ok(hex(&w.0.finalize()))
+    // Written whole, then hashed in one pass: the compact writer's bytes are serde_json's.
+    let mut bytes = Vec::with_capacity(4096);
+    crate::compact::to_writer(&mut bytes, &interaction)?;
+    Ok(hex(&Sha256::digest(&bytes)))
 }
 
 fn step_part<'a>(s: &'a Step, positions: &HashMap<&str, usize>) -> StepPart<'a> {

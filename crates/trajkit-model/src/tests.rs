@@ -158,3 +158,13 @@ fn subagent_location_does_not_change_the_parent_digest() {
     assert_eq!(a.content_digest, b.content_digest);
     assert_eq!(b.subagents[0].trajectory.id, "other");
 }
+
+/// The interaction digest of a record with quotes, backslashes, control characters and
+/// non-ASCII in its content, pinned: the writer behind it may change, the bytes may not.
+#[test]
+fn interaction_digest_is_pinned() {
+    let mut t = sample();
+    t.steps.push(Step::new(Role::Tool, Some(json!("a \"quoted\" \\ path\n\ttab \u{1} é 😀 \u{7f}"))));
+    t.task.instruction = Some("fix `x`\r\n".into());
+    assert_eq!(interaction_digest(&t).unwrap(), "394b66bbe94c0b27bace32b9d07cd7fcc3f7eb5250bae2537240b6e3359a5f89");
+}
