@@ -5,11 +5,14 @@
 # script (bench/peer_orjson.py); `inspect` of the Gym input for reference. Each job is run
 # RUNS times (default 1), trajkit and its peer interleaved; medians of wall and CPU (user +
 # system) seconds, and the ratio peer / trajkit (above 1: trajkit is faster).
-# Usage: bench/peers.sh ATIF_DIR GYM_INPUT...   (TRAJKIT=target/release/trajkit, THREADS=2)
+# Usage: bench/peers.sh ATIF_DIR GYM_INPUT...   (TRAJKIT=target/release/trajkit, THREADS=2,
+# PYTHON=python3: the interpreter with orjson and, for the validator row, Harbor. Harbor 0.26
+# declares Python >= 3.12, but its trajectory models import on 3.11:
+#   pip install --ignore-requires-python --no-deps harbor==0.26.0 && pip install pydantic orjson)
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 ATIF_DIR GYM_INPUT..." >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
-trajkit=${TRAJKIT:-target/release/trajkit} threads=${THREADS:-2} runs=${RUNS:-1}
+trajkit=${TRAJKIT:-target/release/trajkit} threads=${THREADS:-2} runs=${RUNS:-1} python=${PYTHON:-python3}
 atif=$1
 shift
 gym=("$@")
@@ -40,12 +43,12 @@ for p in sorted(pathlib.Path(sys.argv[1]).rglob("*.json")):
         bad += 1
 print(bad, "invalid", file=sys.stderr)
 '
-has_harbor=$(python3 -c 'import harbor.models.trajectories' 2>/dev/null && echo yes || echo no)
+has_harbor=$("$python" -c 'import harbor.models.trajectories' 2>/dev/null && echo yes || echo no)
 for _ in $(seq "$runs"); do
   timed tk_validate "$trajkit" validate "$atif" --threads "$threads"
-  [ "$has_harbor" = yes ] && timed peer_validate python3 -c "$harbor_loop" "$atif"
+  [ "$has_harbor" = yes ] && timed peer_validate "$python" -c "$harbor_loop" "$atif"
   timed tk_convert "$trajkit" convert "${gym[@]}" --threads "$threads" -o "$out/out.jsonl.zst"
-  timed peer_convert python3 "$here/peer_orjson.py" "$out/out.jsonl.gz" "${gym[@]}"
+  timed peer_convert "$python" "$here/peer_orjson.py" "$out/out.jsonl.gz" "${gym[@]}"
   timed tk_inspect "$trajkit" inspect "${gym[@]}" --threads "$threads"
 done
 
