@@ -83,6 +83,19 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
+/// `serialize_i8` ... `serialize_u128`, each through the serializer's `int`.
+macro_rules! integers {
+    () => {
+        integers!(serialize_i8: i8, serialize_i16: i16, serialize_i32: i32, serialize_i64: i64, serialize_i128: i128,
+            serialize_u8: u8, serialize_u16: u16, serialize_u32: u32, serialize_u64: u64, serialize_u128: u128);
+    };
+    ($($method:ident : $t:ty),*) => {$(
+        fn $method(self, v: $t) -> Result {
+            self.int(v)
+        }
+    )*};
+}
+
 struct Writer<'a> {
     out: &'a mut Vec<u8>,
 }
@@ -165,36 +178,7 @@ impl<'w, 'a> ser::Serializer for &'w mut Writer<'a> {
         self.out.extend_from_slice(if v { b"true" } else { b"false" });
         Ok(())
     }
-    fn serialize_i8(self, v: i8) -> Result {
-        self.int(v)
-    }
-    fn serialize_i16(self, v: i16) -> Result {
-        self.int(v)
-    }
-    fn serialize_i32(self, v: i32) -> Result {
-        self.int(v)
-    }
-    fn serialize_i64(self, v: i64) -> Result {
-        self.int(v)
-    }
-    fn serialize_i128(self, v: i128) -> Result {
-        self.int(v)
-    }
-    fn serialize_u8(self, v: u8) -> Result {
-        self.int(v)
-    }
-    fn serialize_u16(self, v: u16) -> Result {
-        self.int(v)
-    }
-    fn serialize_u32(self, v: u32) -> Result {
-        self.int(v)
-    }
-    fn serialize_u64(self, v: u64) -> Result {
-        self.int(v)
-    }
-    fn serialize_u128(self, v: u128) -> Result {
-        self.int(v)
-    }
+    integers!();
     fn serialize_f32(self, v: f32) -> Result {
         self.float(v, v.is_finite())
     }
@@ -285,49 +269,27 @@ impl<'w, 'a> ser::Serializer for &'w mut Writer<'a> {
     }
 }
 
-impl ser::SerializeSeq for Compound<'_, '_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
-        self.element(value)
-    }
-    fn end(self) -> Result {
-        self.close()
-    }
+/// The sequence-like compound traits: each element is a value after a comma.
+macro_rules! elements {
+    ($($trait:ident :: $method:ident),*) => {$(
+        impl ser::$trait for Compound<'_, '_> {
+            type Ok = ();
+            type Error = Error;
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
+                self.element(value)
+            }
+            fn end(self) -> Result {
+                self.close()
+            }
+        }
+    )*};
 }
-
-impl ser::SerializeTuple for Compound<'_, '_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
-        self.element(value)
-    }
-    fn end(self) -> Result {
-        self.close()
-    }
-}
-
-impl ser::SerializeTupleStruct for Compound<'_, '_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
-        self.element(value)
-    }
-    fn end(self) -> Result {
-        self.close()
-    }
-}
-
-impl ser::SerializeTupleVariant for Compound<'_, '_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
-        self.element(value)
-    }
-    fn end(self) -> Result {
-        self.close()
-    }
-}
+elements!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 impl ser::SerializeMap for Compound<'_, '_> {
     type Ok = ();
@@ -346,27 +308,22 @@ impl ser::SerializeMap for Compound<'_, '_> {
     }
 }
 
-impl ser::SerializeStruct for Compound<'_, '_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result {
-        self.field(key, value)
-    }
-    fn end(self) -> Result {
-        self.close()
-    }
+/// The struct-like compound traits: each field is `"key":value` after a comma.
+macro_rules! fields {
+    ($($trait:ident),*) => {$(
+        impl ser::$trait for Compound<'_, '_> {
+            type Ok = ();
+            type Error = Error;
+            fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result {
+                self.field(key, value)
+            }
+            fn end(self) -> Result {
+                self.close()
+            }
+        }
+    )*};
 }
-
-impl ser::SerializeStructVariant for Compound<'_, '_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result {
-        self.field(key, value)
-    }
-    fn end(self) -> Result {
-        self.close()
-    }
-}
+fields!(SerializeStruct, SerializeStructVariant);
 
 /// Map keys as serde_json writes them: strings, and numbers, booleans and chars quoted.
 struct KeyWriter<'a> {
@@ -417,36 +374,7 @@ impl ser::Serializer for KeyWriter<'_> {
     fn serialize_bool(self, v: bool) -> Result {
         self.quoted(if v { "true" } else { "false" })
     }
-    fn serialize_i8(self, v: i8) -> Result {
-        self.int(v)
-    }
-    fn serialize_i16(self, v: i16) -> Result {
-        self.int(v)
-    }
-    fn serialize_i32(self, v: i32) -> Result {
-        self.int(v)
-    }
-    fn serialize_i64(self, v: i64) -> Result {
-        self.int(v)
-    }
-    fn serialize_i128(self, v: i128) -> Result {
-        self.int(v)
-    }
-    fn serialize_u8(self, v: u8) -> Result {
-        self.int(v)
-    }
-    fn serialize_u16(self, v: u16) -> Result {
-        self.int(v)
-    }
-    fn serialize_u32(self, v: u32) -> Result {
-        self.int(v)
-    }
-    fn serialize_u64(self, v: u64) -> Result {
-        self.int(v)
-    }
-    fn serialize_u128(self, v: u128) -> Result {
-        self.int(v)
-    }
+    integers!();
     fn serialize_f32(self, v: f32) -> Result {
         self.float(v, v.is_finite())
     }
