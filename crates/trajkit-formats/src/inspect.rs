@@ -82,6 +82,10 @@ impl Reader for InspectReader {
         }
     }
 
+    fn expands(&self) -> bool {
+        true
+    }
+
     fn expand_document(
         &self,
         bytes: &[u8],

@@ -51,6 +51,10 @@ impl Reader for OtelReader {
         }
     }
 
+    fn expands(&self) -> bool {
+        true
+    }
+
     fn expand_file(
         &self,
         file: &InputFile,

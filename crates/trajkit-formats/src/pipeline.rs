@@ -655,49 +655,10 @@ impl Producer {
                 return self.send_if_full().map_err(|_| String::new());
             }
             let end = self.batch.buf.len();
-            // Records that are not byte ranges of the file (zip members): the reader streams
-            // them to `emit` one at a time, and they take the file's place in the batch. The
-            // document is detached from the batch first (moved when the batch held nothing
-            // else, else copied) so that full batches can be sent during the expansion.
-            let doc = if start == 0 { std::mem::take(&mut self.batch.buf) } else { self.batch.buf[start..].to_vec() };
-            let mut emitted = 0u64;
-            let mut stopped = false;
-            let expanded = {
-                let limit = self.limit;
-                let mut emit = |member: Result<Vec<u8>, Problem>| {
-                    if emitted == 0 && start > 0 {
-                        self.batch.buf.truncate(start);
-                    }
-                    let at = self.batch.buf.len();
-                    let problem = match member {
-                        Ok(bytes) => {
-                            self.batch.buf.extend_from_slice(&bytes);
-                            None
-                        }
-                        Err(p) => Some(p),
-                    };
-                    let range = at..self.batch.buf.len();
-                    let rec =
-                        OwnedRecord { file: idx, range, map: None, line: None, document_index: Some(emitted), problem };
-                    emitted += 1;
-                    self.batch.items.push(Item::Record(rec));
-                    stopped = self.send_if_full().is_err();
-                    !stopped
-                };
-                reader_of.expand_file(file, &doc, limit, &mut emit)
-            };
-            match expanded {
-                Some(result) => {
-                    if emitted == 0 && start > 0 {
-                        self.batch.buf.truncate(start);
-                    }
-                    if stopped {
-                        return Err(String::new());
-                    }
-                    return result.map_err(|e| format!("{}: {}", file.display, e));
+            if reader_of.expands() {
+                if let Some(done) = self.expand(idx, file, reader_of, start) {
+                    return done;
                 }
-                None if start == 0 => self.batch.buf = doc,
-                None => drop(doc),
             }
             let ranges = reader_of.split_document(&self.batch.buf[start..end]).unwrap_or_else(|| {
                 let whole = 0..end - start;
@@ -718,6 +679,65 @@ impl Producer {
             return self.send_if_full().map_err(|_| String::new());
         }
         self.lines(idx, file, &mut reader, 0)
+    }
+
+    /// Asks an expanding reader for the records of the document at `start..` of the batch
+    /// buffer (see `Reader::expand_file`). `None`: the reader declined, the document is
+    /// back in place for `split_document`; else the file's outcome.
+    fn expand(
+        &mut self,
+        idx: usize,
+        file: &InputFile,
+        reader_of: &dyn Reader,
+        start: usize,
+    ) -> Option<Result<(), String>> {
+        // Records that are not byte ranges of the file (zip members): the reader streams
+        // them to `emit` one at a time, and they take the file's place in the batch. The
+        // document is detached from the batch first (moved when the batch held nothing
+        // else, else copied) so that full batches can be sent during the expansion.
+        let doc = if start == 0 { std::mem::take(&mut self.batch.buf) } else { self.batch.buf[start..].to_vec() };
+        let mut emitted = 0u64;
+        let mut stopped = false;
+        let expanded = {
+            let limit = self.limit;
+            let mut emit = |member: Result<Vec<u8>, Problem>| {
+                if emitted == 0 && start > 0 {
+                    self.batch.buf.truncate(start);
+                }
+                let at = self.batch.buf.len();
+                let problem = match member {
+                    Ok(bytes) => {
+                        self.batch.buf.extend_from_slice(&bytes);
+                        None
+                    }
+                    Err(p) => Some(p),
+                };
+                let range = at..self.batch.buf.len();
+                let rec =
+                    OwnedRecord { file: idx, range, map: None, line: None, document_index: Some(emitted), problem };
+                emitted += 1;
+                self.batch.items.push(Item::Record(rec));
+                stopped = self.send_if_full().is_err();
+                !stopped
+            };
+            reader_of.expand_file(file, &doc, limit, &mut emit)
+        };
+        match expanded {
+            Some(result) => {
+                if emitted == 0 && start > 0 {
+                    self.batch.buf.truncate(start);
+                }
+                if stopped {
+                    return Some(Err(String::new()));
+                }
+                Some(result.map_err(|e| format!("{}: {}", file.display, e)))
+            }
+            None if start == 0 => {
+                self.batch.buf = doc;
+                None
+            }
+            None => None,
+        }
     }
 
     /// Plain JSON Lines without copying: the file is mapped a window at a time and each

@@ -197,6 +197,12 @@ pub trait Reader: Send + Sync {
         None
     }
 
+    /// True for the readers that implement `expand_document` or `expand_file`: only their
+    /// documents are detached from the batch (copied) for the expansion to be asked.
+    fn expands(&self) -> bool {
+        false
+    }
+
     /// `expand_document` with the file being read, for readers whose records gather
     /// parts of several files (OTLP traces split over rotated files, see `otel.rs`). The
     /// default asks `expand_document`; the driver asks this.

@@ -82,6 +82,10 @@ impl Reader for MappingReader {
         array.then(|| crate::json::array_elements(bytes)).flatten()
     }
 
+    fn expands(&self) -> bool {
+        true
+    }
+
     fn expand_document(
         &self,
         bytes: &[u8],

@@ -51,6 +51,10 @@ impl Reader for OpenCodeReader {
         storage::consumed(file)
     }
 
+    fn expands(&self) -> bool {
+        true
+    }
+
     /// A session file of the storage tree is assembled with its messages, parts and child
     /// sessions; an export document is read as it is (`None`).
     fn expand_file(
