@@ -146,10 +146,13 @@ impl Reader for AtifReader {
     }
 
     fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
-        let value = match parse_record(raw.bytes) {
-            Ok(v) => v,
-            Err(p) => return RecordResult::Rejected(vec![p]),
-        };
+        match parse_record(raw.bytes) {
+            Ok(value) => self.read_parsed(value, raw, file),
+            Err(p) => RecordResult::Rejected(vec![p]),
+        }
+    }
+
+    fn read_parsed(&self, value: Value, raw: &RawRecord, file: &InputFile) -> RecordResult {
         let Value::Object(map) = value else {
             return RecordResult::Rejected(vec![Problem::new(
                 Reason::SchemaViolation,

@@ -84,6 +84,8 @@ pub trait Sink {
     fn should_stop(&self) -> bool {
         false
     }
+    /// `done` of `total` files are planned (detected; small documents may be read already).
+    fn planned(&mut self, _done: usize, _total: usize) {}
 }
 
 /// Plain JSON Lines files are mapped this many bytes at a time (`Producer::mapped_lines`),
@@ -115,6 +117,9 @@ struct Plan {
     /// The files its records consume, when found from the peek holding the whole file (so
     /// the file is not read again for them); `None`: ask the reader later.
     references: Option<Vec<PathBuf>>,
+    /// The record of a small one-record document, read while planning from the peek and
+    /// the detection's parse (see `read_early`); the producer then skips the file.
+    early: Option<Processed>,
 }
 
 /// Records read in one go, possibly from many files: their bytes live in one buffer
@@ -170,9 +175,11 @@ impl Batch {
     }
 }
 
-/// A record, or the end of a file (with the error that ended it early, if any).
+/// A record, a record already read while planning (`Plan::early`), or the end of a file
+/// (with the error that ended it early, if any).
 enum Item {
     Record(OwnedRecord),
+    Early(OwnedRecord),
     End(usize, Option<String>),
 }
 
@@ -211,8 +218,17 @@ fn mapping_pool() -> Result<Option<rayon::ThreadPool>, FormatError> {
 pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -> Result<Vec<FileReport>, FormatError> {
     let forced = forced_reader(opts)?;
     let limit = opts.record_limit();
-    let mut plans: Vec<Plan> = files.into_par_iter().map(|f| plan(f, forced, limit)).collect();
+    // A command that keeps nothing per record reads small documents while planning.
+    let keeps_nothing = !opts.canonical && !opts.records && opts.analyze.is_none();
+    let early = keeps_nothing.then_some(Early { outcomes: opts.outcomes.as_deref() });
+    let mut plans = plan_all(files, forced, limit, early.as_ref(), sink);
     mark_consumed(&mut plans);
+    // Records read early, taken by the parallel stage when their file comes up.
+    let early_read: Vec<std::sync::Mutex<Option<Processed>>> = plans
+        .iter_mut()
+        .map(|p| std::sync::Mutex::new(p.early.take().filter(|_| p.report.part_of.is_none())))
+        .collect();
+    let read_early: Vec<bool> = early_read.iter().map(|m| m.lock().is_ok_and(|e| e.is_some())).collect();
 
     let (tx, rx) = bounded::<Batch>(4);
     let (recycle_tx, recycle_rx) = bounded::<Batch>(8);
@@ -229,6 +245,7 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
         let mut out = Producer { tx, recycled: recycle_rx, batch: Batch::default(), limit };
         for (idx, (file, reader, layout, stdin, parquet)) in producer_plans.into_iter().enumerate() {
             let err = match reader {
+                Some(_) if read_early[idx] => out.early(idx).err().map(|_| String::new()),
                 Some(_) if parquet => out.parquet(idx, &file).err(),
                 Some(reader) => out.file(idx, &file, reader, layout, stdin).err(),
                 None => None,
@@ -253,16 +270,13 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
                     .items
                     .par_iter()
                     .map(|item| match item {
+                        Item::Early(r) => early_read.get(r.file).and_then(|m| m.lock().ok()?.take()),
                         Item::Record(r) => match stage_jobs.get(r.file) {
-                            Some((Some(reader), file)) => Some(process(
-                                *reader,
-                                batch.bytes(r),
-                                r,
-                                file,
-                                (canonical, keep),
-                                outcomes.as_deref(),
-                                analyze.as_ref(),
-                            )),
+                            Some((Some(reader), file)) => {
+                                let work =
+                                    Work { canonical, keep, outcomes: outcomes.as_deref(), analyze: analyze.as_ref() };
+                                Some(process(*reader, batch.bytes(r), r, file, work, None))
+                            }
                             _ => None,
                         },
                         Item::End(..) => None,
@@ -283,7 +297,7 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
     'batches: for (mut batch, processed) in done_rx {
         for (item, p) in batch.items.drain(..).zip(processed) {
             match (item, p) {
-                (Item::Record(rec), Some(p)) => {
+                (Item::Record(rec) | Item::Early(rec), Some(p)) => {
                     let plan = &mut plans[rec.file];
                     apply(plan, states.entry(rec.file).or_default(), &rec, p, sink);
                     if sink.should_stop() {
@@ -299,7 +313,7 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
                     }
                     sink.file_done(&plan.report);
                 }
-                (Item::Record(_), None) => {}
+                (Item::Record(_) | Item::Early(_), None) => {}
             }
         }
         batch.clear();
@@ -330,7 +344,7 @@ pub fn consumption_edges(files: &[InputFile], opts: &Options) -> Result<Vec<(usi
         .enumerate()
         .filter(|(_, f)| !f.is_stdin())
         .filter_map(|(i, f)| {
-            let p = plan(f.clone(), forced, limit);
+            let p = plan(f.clone(), forced, limit, None);
             let targets = references(p.ref_job())?;
             (!targets.is_empty()).then_some((i, targets))
         })
@@ -347,8 +361,33 @@ pub fn consumption_edges(files: &[InputFile], opts: &Options) -> Result<Vec<(usi
     Ok(edges)
 }
 
+/// Files planned per parallel round, so that planning (which reads small documents whole
+/// for commands that keep nothing per record) reports its progress.
+const PLAN_CHUNK: usize = 256;
+
+/// Plans every file in parallel, in input order, telling the sink how many are planned.
+fn plan_all(
+    files: Vec<InputFile>,
+    forced: Option<&'static dyn Reader>,
+    limit: usize,
+    early: Option<&Early>,
+    sink: &mut dyn Sink,
+) -> Vec<Plan> {
+    let total = files.len();
+    let mut plans = Vec::with_capacity(total);
+    let mut files = files.into_iter();
+    loop {
+        let chunk: Vec<InputFile> = files.by_ref().take(PLAN_CHUNK).collect();
+        if chunk.is_empty() {
+            return plans;
+        }
+        plans.extend(chunk.into_par_iter().map(|f| plan(f, forced, limit, early)).collect::<Vec<_>>());
+        sink.planned(plans.len(), total);
+    }
+}
+
 /// Detects the file's format (or applies the forced one).
-fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize) -> Plan {
+fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize, early: Option<&Early>) -> Plan {
     let mut report = FileReport::new(&file.display, None);
     let mut plan = Plan {
         layout: Layout::Document,
@@ -357,6 +396,7 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize) -> P
         stdin: None,
         parquet: false,
         references: None,
+        early: None,
         file,
     };
     let mut reader = match input::open(&plan.file) {
@@ -424,7 +464,7 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize) -> P
         let read = grown.unwrap_or_else(|| peek.clone());
         plan.stdin = Some(Box::new(std::io::Cursor::new(read).chain(reader)));
     }
-    let (peek, claim) = match &skeleton {
+    let (view, claim) = match &skeleton {
         Some(sk) => {
             let line = sk.first_line.as_ref().or(first_line.as_ref());
             let view = Peek::new(&sk.bytes, &name, line, multi || sk.more);
@@ -435,7 +475,7 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize) -> P
     };
     match forced {
         Some(r) => {
-            plan.layout = r.detect(&peek).map(|d| d.layout).unwrap_or(generic_layout);
+            plan.layout = r.detect(&view).map(|d| d.layout).unwrap_or(generic_layout);
             plan.reader = Some(r);
             report.format = Some(r.name().to_string());
         }
@@ -455,10 +495,53 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize) -> P
         },
     }
     if let (Some(r), true, None) = (plan.reader, whole, &skeleton) {
-        plan.references = Some(r.referenced_files_in(&plan.file, plan.layout, &peek));
+        plan.references = Some(r.referenced_files_in(&plan.file, plan.layout, &view));
+        if let Some(ctx) = early {
+            let document = view.into_document();
+            let parsed = first_line.filter(|_| !multi && only_json_space_around(&peek)).or(document);
+            plan.early = read_early(ctx, r, &plan, &peek, parsed, limit);
+        }
     }
     plan.report = report;
     plan
+}
+
+/// What reading during planning needs (see `read_early`).
+struct Early<'a> {
+    outcomes: Option<&'a crate::outcomes::OutcomeTable>,
+}
+
+/// Reads a small file's one record while planning, when the command keeps nothing per
+/// record (so only its figures wait in the plan) and the file is one document, held whole
+/// by the peek, that no reader expands or splits: the record is then the peek's bytes, as
+/// the producer would read them, and `parsed` (the detection's parse of exactly those
+/// bytes) is handed to the reader instead of parsing them again.
+fn read_early(
+    ctx: &Early,
+    reader: &'static dyn Reader,
+    plan: &Plan,
+    bytes: &[u8],
+    parsed: Option<serde_json::Value>,
+    limit: usize,
+) -> Option<Processed> {
+    let single = plan.layout == Layout::Document && !reader.expands() && reader.split_document(bytes).is_none();
+    if !single || plan.file.is_stdin() || plan.parquet || bytes.len() > limit {
+        return None;
+    }
+    let rec =
+        OwnedRecord { file: 0, range: 0..bytes.len(), map: None, line: None, document_index: Some(0), problem: None };
+    let work = Work { canonical: false, keep: false, outcomes: ctx.outcomes, analyze: None };
+    Some(process(reader, bytes, &rec, &plan.file, work, parsed))
+}
+
+/// True when everything in `bytes` around its first line is JSON whitespace: the first
+/// line's parse is then the parse of all of `bytes` (the peek's line splitting also
+/// skips form feeds, which JSON does not).
+fn only_json_space_around(bytes: &[u8]) -> bool {
+    let json_space = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
+    let start = bytes.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(bytes.len());
+    let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |nl| start + nl);
+    bytes[..start].iter().all(json_space) && bytes[end..].iter().all(json_space)
 }
 
 /// The skeleton of a value larger than the peek (see `crate::skeleton`), with the parsed
@@ -599,6 +682,12 @@ impl Producer {
     fn push(&mut self, item: Item) -> Result<(), Stopped> {
         self.batch.items.push(item);
         self.send_if_full()
+    }
+
+    /// The place of a file whose one record was read while planning.
+    fn early(&mut self, idx: usize) -> Result<(), Stopped> {
+        let rec = OwnedRecord { file: idx, range: 0..0, map: None, line: None, document_index: Some(0), problem: None };
+        self.push(Item::Early(rec))
     }
 
     /// Sends the batch when it is full.
@@ -1005,14 +1094,24 @@ struct Accepted {
     canonical: Option<Vec<u8>>,
 }
 
+/// What the parallel stage does with each accepted record (from `Options`).
+#[derive(Clone, Copy)]
+struct Work<'a> {
+    canonical: bool,
+    keep: bool,
+    outcomes: Option<&'a crate::outcomes::OutcomeTable>,
+    analyze: Option<&'a Analyzer>,
+}
+
+/// Reads one record (from `parsed` when the planner already parsed its bytes) and does
+/// `work` with it; a reader's panic becomes a rejection.
 fn process(
     reader: &dyn Reader,
     bytes: &[u8],
     rec: &OwnedRecord,
     file: &InputFile,
-    (canonical, keep): (bool, bool),
-    outcomes: Option<&crate::outcomes::OutcomeTable>,
-    analyze: Option<&Analyzer>,
+    Work { canonical, keep, outcomes, analyze }: Work,
+    parsed: Option<serde_json::Value>,
 ) -> Processed {
     let sha: [u8; 32] = Sha256::digest(bytes).into();
     if let Some(problem) = &rec.problem {
@@ -1022,7 +1121,11 @@ fn process(
     let raw = RawRecord { bytes, sha256: &sha_hex, line: rec.line, document_index: rec.document_index };
     // A reader bug must never make a record vanish (or end the run looking successful):
     // a panic becomes a rejection of that record, named as an internal error.
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match reader.read_record(&raw, file) {
+    let read = || match parsed {
+        Some(value) => reader.read_parsed(value, &raw, file),
+        None => reader.read_record(&raw, file),
+    };
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match read() {
         RecordResult::Rejected(problems) => Err(problems),
         RecordResult::Accepted { mut trajectory, rollout_key, .. } => {
             if let Some(table) = outcomes {
@@ -1160,7 +1263,14 @@ mod tests {
     fn a_reader_panic_is_a_rejection_not_a_lost_record() {
         let file = InputFile { fs_path: "x.jsonl".into(), display: "x.jsonl".into(), root: PathBuf::new() };
         let rec = OwnedRecord { file: 0, range: 0..2, map: None, line: Some(7), document_index: None, problem: None };
-        let p = process(&Panics, b"{}", &rec, &file, (true, false), None, None);
+        let p = process(
+            &Panics,
+            b"{}",
+            &rec,
+            &file,
+            Work { canonical: true, keep: false, outcomes: None, analyze: None },
+            None,
+        );
         let problems = p.outcome.err().expect("rejected");
         assert_eq!(problems[0].reason, Reason::InternalError);
         assert!(problems[0].message.contains("attempt to add with overflow"), "{}", problems[0].message);
@@ -1218,5 +1328,45 @@ mod tests {
         assert_eq!(read[12001], (Some(12004), Err(Reason::RecordTooLarge)));
         assert_eq!(read[12002], (Some(12005), Ok(b"{\"last\": true}".to_vec())));
         assert!(produced(&file, true, limit) == read, "mapped records differ from read ones");
+    }
+
+    /// Synthetic: the peek's line splitting skips form feeds, JSON does not, so a first line
+    /// with a form feed around it is not the parse of the whole document.
+    #[test]
+    fn a_first_line_stands_for_the_document_only_amid_json_whitespace() {
+        assert!(only_json_space_around(b" \t{\"a\": 1}\r\n\n  "));
+        assert!(only_json_space_around(b"{}"));
+        assert!(!only_json_space_around(b"\x0c{\"a\": 1}"));
+        assert!(!only_json_space_around(b"{\"a\": 1}\n\x0c"));
+        assert!(!only_json_space_around(b"{\"a\": 1}\n{\"b\": 2}"));
+    }
+
+    /// Synthetic: a document with a form feed before it is rejected by a read during
+    /// planning exactly as by the producer's read (the detection's parse is not handed on).
+    #[test]
+    fn an_early_read_rejects_what_the_producer_rejects() {
+        let dir = std::env::temp_dir().join(format!("trajkit-early-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let doc = r#"{"schema_version": "ATIF-v1.4", "session_id": "s", "agent": {"name": "a", "version": "1"}, "steps": [{"step_id": 1, "source": "user", "message": "hi"}]}"#;
+        std::fs::write(dir.join("plain.json"), doc).unwrap();
+        std::fs::write(dir.join("feed.json"), format!("\x0c{doc}")).unwrap();
+        let (files, _) = crate::input::discover(std::slice::from_ref(&dir));
+        let run = |opts: &Options| {
+            struct Count(usize);
+            impl Sink for Count {
+                fn trajectory(&mut self, _: &InputFile, _: Option<&Trajectory>, _: Option<&[u8]>) {}
+                fn rejection(&mut self, _: &Rejection) {
+                    self.0 += 1;
+                }
+            }
+            let mut sink = Count(0);
+            let reports = read_inputs(files.clone(), opts, &mut sink).unwrap();
+            (reports.iter().map(|r| (r.trajectories, r.rejected)).collect::<Vec<_>>(), sink.0)
+        };
+        let early = run(&Options::default());
+        let late = run(&Options { records: true, ..Options::default() });
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(early, late);
+        assert_eq!(early.0.iter().map(|(t, _)| t).sum::<u64>(), 1, "{early:?}");
     }
 }

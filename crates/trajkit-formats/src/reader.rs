@@ -59,6 +59,12 @@ impl<'a> Peek<'a> {
         self.document.get_or_init(|| crate::json::parse_text(self.bytes)).as_ref()
     }
 
+    /// The document parsed by `document` from the peek's bytes (not a parsed first line),
+    /// if a detector asked for it.
+    pub fn into_document(self) -> Option<serde_json::Value> {
+        self.document.into_inner().flatten()
+    }
+
     /// Keys of the top-level object: the parsed document's when the peek holds all of it,
     /// else the members scanned from the bytes before the peek's end. `None` when the peek
     /// does not start with an object.
@@ -218,6 +224,13 @@ pub trait Reader: Send + Sync {
 
     /// Maps one record to a trajectory or a rejection. Runs in parallel.
     fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult;
+
+    /// `read_record` for a record whose bytes the planner already parsed as `value` (a
+    /// small one-record document): readers that start from a parse of the whole record
+    /// take it instead of parsing again; the default parses again.
+    fn read_parsed(&self, _value: serde_json::Value, raw: &RawRecord, file: &InputFile) -> RecordResult {
+        self.read_record(raw, file)
+    }
 }
 
 #[cfg(test)]

@@ -181,7 +181,8 @@ fn figures(root: &str, opts: &Options) -> (Vec<trajkit_formats::FileReport>, Vec
 #[test]
 fn inspect_and_validate_count_the_same_without_sealing_records() {
     // `inspect` and `validate` keep no record, so the driver neither serializes nor hashes
-    // it a second time; every figure and rejection must be what `convert` sees.
+    // it a second time, and reads small documents while planning (from the detection's
+    // parse); every figure and rejection must be what `convert` sees.
     for root in ["../../tests/fixtures/real", "../../examples/corpus"] {
         let unsealed = figures(root, &Options::default());
         let sealed = figures(root, &Options { canonical: true, records: true, ..Options::default() });

@@ -84,6 +84,11 @@ impl Sink for ProgressSink<'_> {
     fn rejection(&mut self, r: &trajkit_formats::Rejection) {
         self.inner.rejection(r)
     }
+    fn planned(&mut self, done: usize, total: usize) {
+        // Planning reads small documents whole for commands that keep nothing per record.
+        self.bar.set_message(if done < total { format!("detecting {done}/{total}") } else { String::new() });
+        self.inner.planned(done, total)
+    }
     fn file_done(&mut self, report: &FileReport) {
         self.bar.inc(1);
         self.bar.set_message(report.path.clone());
