@@ -195,6 +195,13 @@ struct OwnedRecord {
     problem: Option<Problem>,
 }
 
+impl OwnedRecord {
+    /// Record `index` of a document file, at `range` of the batch's buffer.
+    fn document(file: usize, range: std::ops::Range<usize>, index: u64) -> Self {
+        OwnedRecord { file, range, map: None, line: None, document_index: Some(index), problem: None }
+    }
+}
+
 /// What the producer thread needs per file: the file, its reader when it is to be read,
 /// its layout, standard input when that is the file, and whether it is Parquet.
 type ProducerJob = (InputFile, Option<&'static dyn Reader>, Layout, Option<Box<dyn BufRead + Send>>, bool);
@@ -220,15 +227,22 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
     let limit = opts.record_limit();
     // A command that keeps nothing per record reads small documents while planning.
     let keeps_nothing = !opts.canonical && !opts.records && opts.analyze.is_none();
-    let early = keeps_nothing.then_some(Early { outcomes: opts.outcomes.as_deref() });
-    let mut plans = plan_all(files, forced, limit, early.as_ref(), sink);
+    let early = keeps_nothing.then_some(Work {
+        canonical: false,
+        keep: false,
+        outcomes: opts.outcomes.as_deref(),
+        analyze: None,
+    });
+    let mut plans = plan_all(files, forced, limit, early, sink);
     mark_consumed(&mut plans);
-    // Records read early, taken by the parallel stage when their file comes up.
+    // Records read early (a consumed file's is dropped), taken by the parallel stage when
+    // their file comes up.
+    let read_early: Vec<bool> = plans.iter().map(|p| p.early.is_some() && p.report.part_of.is_none()).collect();
     let early_read: Vec<std::sync::Mutex<Option<Processed>>> = plans
         .iter_mut()
-        .map(|p| std::sync::Mutex::new(p.early.take().filter(|_| p.report.part_of.is_none())))
+        .zip(&read_early)
+        .map(|(p, &read)| std::sync::Mutex::new(p.early.take().filter(|_| read)))
         .collect();
-    let read_early: Vec<bool> = early_read.iter().map(|m| m.lock().is_ok_and(|e| e.is_some())).collect();
 
     let (tx, rx) = bounded::<Batch>(4);
     let (recycle_tx, recycle_rx) = bounded::<Batch>(8);
@@ -370,7 +384,7 @@ fn plan_all(
     files: Vec<InputFile>,
     forced: Option<&'static dyn Reader>,
     limit: usize,
-    early: Option<&Early>,
+    early: Option<Work>,
     sink: &mut dyn Sink,
 ) -> Vec<Plan> {
     let total = files.len();
@@ -387,7 +401,7 @@ fn plan_all(
 }
 
 /// Detects the file's format (or applies the forced one).
-fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize, early: Option<&Early>) -> Plan {
+fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize, early: Option<Work>) -> Plan {
     let mut report = FileReport::new(&file.display, None);
     let mut plan = Plan {
         layout: Layout::Document,
@@ -496,19 +510,15 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize, earl
     }
     if let (Some(r), true, None) = (plan.reader, whole, &skeleton) {
         plan.references = Some(r.referenced_files_in(&plan.file, plan.layout, &view));
-        if let Some(ctx) = early {
+        if let Some(work) = early {
+            let stands = view.first_line_is_document();
             let document = view.into_document();
-            let parsed = first_line.filter(|_| !multi && only_json_space_around(&peek)).or(document);
-            plan.early = read_early(ctx, r, &plan, &peek, parsed, limit);
+            let parsed = if stands { first_line } else { document };
+            plan.early = read_early(work, r, &plan, &peek, parsed, limit);
         }
     }
     plan.report = report;
     plan
-}
-
-/// What reading during planning needs (see `read_early`).
-struct Early<'a> {
-    outcomes: Option<&'a crate::outcomes::OutcomeTable>,
 }
 
 /// Reads a small file's one record while planning, when the command keeps nothing per
@@ -517,7 +527,7 @@ struct Early<'a> {
 /// the producer would read them, and `parsed` (the detection's parse of exactly those
 /// bytes) is handed to the reader instead of parsing them again.
 fn read_early(
-    ctx: &Early,
+    work: Work,
     reader: &'static dyn Reader,
     plan: &Plan,
     bytes: &[u8],
@@ -528,20 +538,7 @@ fn read_early(
     if !single || plan.file.is_stdin() || plan.parquet || bytes.len() > limit {
         return None;
     }
-    let rec =
-        OwnedRecord { file: 0, range: 0..bytes.len(), map: None, line: None, document_index: Some(0), problem: None };
-    let work = Work { canonical: false, keep: false, outcomes: ctx.outcomes, analyze: None };
-    Some(process(reader, bytes, &rec, &plan.file, work, parsed))
-}
-
-/// True when everything in `bytes` around its first line is JSON whitespace: the first
-/// line's parse is then the parse of all of `bytes` (the peek's line splitting also
-/// skips form feeds, which JSON does not).
-fn only_json_space_around(bytes: &[u8]) -> bool {
-    let json_space = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
-    let start = bytes.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(bytes.len());
-    let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |nl| start + nl);
-    bytes[..start].iter().all(json_space) && bytes[end..].iter().all(json_space)
+    Some(process(reader, bytes, &OwnedRecord::document(0, 0..bytes.len(), 0), &plan.file, work, parsed))
 }
 
 /// The skeleton of a value larger than the peek (see `crate::skeleton`), with the parsed
@@ -686,8 +683,7 @@ impl Producer {
 
     /// The place of a file whose one record was read while planning.
     fn early(&mut self, idx: usize) -> Result<(), Stopped> {
-        let rec = OwnedRecord { file: idx, range: 0..0, map: None, line: None, document_index: Some(0), problem: None };
-        self.push(Item::Early(rec))
+        self.push(Item::Early(OwnedRecord::document(idx, 0..0, 0)))
     }
 
     /// Sends the batch when it is full.
@@ -754,15 +750,7 @@ impl Producer {
                 vec![whole]
             });
             for (i, r) in ranges.into_iter().enumerate() {
-                let range = start + r.start..start + r.end;
-                let rec = OwnedRecord {
-                    file: idx,
-                    range,
-                    map: None,
-                    line: None,
-                    document_index: Some(i as u64),
-                    problem: None,
-                };
+                let rec = OwnedRecord::document(idx, start + r.start..start + r.end, i as u64);
                 self.batch.items.push(Item::Record(rec));
             }
             return self.send_if_full().map_err(|_| String::new());
@@ -1328,17 +1316,6 @@ mod tests {
         assert_eq!(read[12001], (Some(12004), Err(Reason::RecordTooLarge)));
         assert_eq!(read[12002], (Some(12005), Ok(b"{\"last\": true}".to_vec())));
         assert!(produced(&file, true, limit) == read, "mapped records differ from read ones");
-    }
-
-    /// Synthetic: the peek's line splitting skips form feeds, JSON does not, so a first line
-    /// with a form feed around it is not the parse of the whole document.
-    #[test]
-    fn a_first_line_stands_for_the_document_only_amid_json_whitespace() {
-        assert!(only_json_space_around(b" \t{\"a\": 1}\r\n\n  "));
-        assert!(only_json_space_around(b"{}"));
-        assert!(!only_json_space_around(b"\x0c{\"a\": 1}"));
-        assert!(!only_json_space_around(b"{\"a\": 1}\n\x0c"));
-        assert!(!only_json_space_around(b"{\"a\": 1}\n{\"b\": 2}"));
     }
 
     /// Synthetic: a document with a form feed before it is rejected by a read during

@@ -53,10 +53,23 @@ impl<'a> Peek<'a> {
         if self.multi_line_records {
             return None;
         }
-        if let Some(v) = self.first_line {
-            return Some(v);
+        if self.first_line_is_document() {
+            return self.first_line;
         }
         self.document.get_or_init(|| crate::json::parse_text(self.bytes)).as_ref()
+    }
+
+    /// True when the parsed first line is the parse of all the peek's bytes: nothing but
+    /// JSON whitespace around it (the line splitting also skips form feeds, JSON does not).
+    pub fn first_line_is_document(&self) -> bool {
+        let json_space = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
+        let bytes = self.bytes;
+        let start = bytes.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(bytes.len());
+        let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |nl| start + nl);
+        self.first_line.is_some()
+            && !self.multi_line_records
+            && bytes[..start].iter().all(json_space)
+            && bytes[end..].iter().all(json_space)
     }
 
     /// The document parsed by `document` from the peek's bytes (not a parsed first line),
@@ -236,6 +249,19 @@ pub trait Reader: Send + Sync {
 #[cfg(test)]
 mod tests {
     use super::Peek;
+
+    /// Synthetic: a form feed around the first line (skipped by the line splitting, not
+    /// JSON whitespace) keeps the first line from standing for the document.
+    #[test]
+    fn a_first_line_stands_for_the_document_only_amid_json_whitespace() {
+        let v = serde_json::json!({"a": 1});
+        let stands = |bytes: &[u8]| Peek::new(bytes, "x.json", Some(&v), false).first_line_is_document();
+        assert!(stands(b" \t{\"a\": 1}\r\n\n  "));
+        assert!(stands(b"{\"a\": 1}"));
+        assert!(!stands(b"\x0c{\"a\": 1}"));
+        assert!(!stands(b"{\"a\": 1}\n\x0c"));
+        assert!(Peek::new(b"\x0c{\"a\": 1}", "x.json", Some(&v), false).document().is_none());
+    }
 
     #[test]
     fn the_document_is_the_whole_peek_or_nothing() {
