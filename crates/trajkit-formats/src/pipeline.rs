@@ -413,7 +413,7 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize, earl
         early: None,
         file,
     };
-    let mut reader = match input::open(&plan.file) {
+    let (mut reader, len) = match input::open_sized(&plan.file) {
         Ok(r) => r,
         Err(e) => {
             report.error = Some(e.to_string());
@@ -423,7 +423,7 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize, earl
     };
     // A read error here (say a truncated .gz) is not final: detect on what was read and
     // let the record stream meet the error again at its line.
-    let mut peek = Vec::new();
+    let mut peek = Vec::with_capacity(len.map_or(0, |n| usize::try_from(n).unwrap_or(PEEK_BYTES).min(PEEK_BYTES)));
     let peek_error = (&mut reader).take(PEEK_BYTES as u64).read_to_end(&mut peek).err();
     if peek.is_empty() {
         if let Some(e) = peek_error {
