@@ -714,12 +714,16 @@ impl Producer {
         if layout == Layout::Lines && stdin.is_none() && plain {
             return self.mapped_lines(idx, file);
         }
-        let mut reader = match stdin {
-            Some(r) => r,
-            None => input::open(file).map_err(|e| e.to_string())?,
+        let (mut reader, len) = match stdin {
+            Some(r) => (r, None),
+            None => input::open_sized(file).map_err(|e| e.to_string())?,
         };
         if layout == Layout::Document {
             self.batch.reserve_buf();
+            // A plain file is read straight into room of its size: no doubling of the buffer.
+            if let Some(n) = len {
+                self.batch.buf.reserve(usize::try_from(n).unwrap_or(usize::MAX).min(self.limit + 1));
+            }
             let start = self.batch.buf.len();
             if let Err(e) = (&mut reader).take(self.limit as u64 + 1).read_to_end(&mut self.batch.buf) {
                 self.batch.buf.truncate(start);
