@@ -169,16 +169,13 @@ impl Reader for AtifReader {
         let display_dir = Path::new(&file.display).parent().map(Path::to_path_buf).unwrap_or_default();
         let mut loader = Loader {
             root: &file.root,
+            origin: (!file.is_stdin()).then_some(file.fs_path.as_path()),
+            origin_real: std::cell::OnceCell::new(),
             stack: Vec::new(),
             consumed: Vec::new(),
             files_built: HashMap::new(),
             problems: Vec::new(),
         };
-        if !file.is_stdin() {
-            if let Ok(me) = file.fs_path.canonicalize() {
-                loader.stack.push(me);
-            }
-        }
         let src = DocSource {
             display: file.display.clone(),
             display_dir,
@@ -983,7 +980,12 @@ type Scope = Vec<(String, Value)>;
 /// Reads referenced files and builds records; remembers what it consumed.
 struct Loader<'a> {
     root: &'a Path,
-    /// Files being built (cycle guard).
+    /// The record's own file, resolved (`origin_real`) only when a reference is followed:
+    /// `canonicalize` costs a system call per path component, and most documents refer to
+    /// no other file.
+    origin: Option<&'a Path>,
+    origin_real: std::cell::OnceCell<Option<PathBuf>>,
+    /// Files being built below the record's own (cycle guard).
     stack: Vec<PathBuf>,
     consumed: Vec<PathBuf>,
     /// Files already built into this record, with their record id: a file reached twice
@@ -1060,6 +1062,11 @@ impl Loader<'_> {
         ))
     }
 
+    /// The record's own file, resolved on first use.
+    fn origin_real(&self) -> Option<&PathBuf> {
+        self.origin_real.get_or_init(|| self.origin.and_then(|p| p.canonicalize().ok())).as_ref()
+    }
+
     /// Resolves `reference` against a document's directory: the path on disk and its
     /// display form. Errors are gap details.
     fn locate(&self, src: &DocSource, reference: &str) -> Result<(PathBuf, String), LoadError> {
@@ -1073,7 +1080,7 @@ impl Loader<'_> {
             return Err(format!("{display}: file not found"));
         }
         let real = path.canonicalize().unwrap_or(path);
-        if self.stack.contains(&real) {
+        if self.stack.contains(&real) || self.origin_real().is_some_and(|me| *me == real) {
             return Err(format!("{display}: reference cycle"));
         }
         Ok((real, display))
