@@ -237,10 +237,10 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
     mark_consumed(&mut plans);
     // Records read early (a consumed file's is dropped), taken by the parallel stage when
     // their file comes up.
-    let read_early: Vec<bool> = plans.iter().map(|p| p.early.is_some() && p.report.part_of.is_none()).collect();
+    let was_read: Vec<bool> = plans.iter().map(|p| p.early.is_some() && p.report.part_of.is_none()).collect();
     let early_read: Vec<std::sync::Mutex<Option<Processed>>> = plans
         .iter_mut()
-        .zip(&read_early)
+        .zip(&was_read)
         .map(|(p, &read)| std::sync::Mutex::new(p.early.take().filter(|_| read)))
         .collect();
 
@@ -259,7 +259,7 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
         let mut out = Producer { tx, recycled: recycle_rx, batch: Batch::default(), limit };
         for (idx, (file, reader, layout, stdin, parquet)) in producer_plans.into_iter().enumerate() {
             let err = match reader {
-                Some(_) if read_early[idx] => out.early(idx).err().map(|_| String::new()),
+                Some(_) if was_read[idx] => out.early(idx).err().map(|_| String::new()),
                 Some(_) if parquet => out.parquet(idx, &file).err(),
                 Some(reader) => out.file(idx, &file, reader, layout, stdin).err(),
                 None => None,

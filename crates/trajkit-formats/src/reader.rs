@@ -62,14 +62,14 @@ impl<'a> Peek<'a> {
     /// True when the parsed first line is the parse of all the peek's bytes: nothing but
     /// JSON whitespace around it (the line splitting also skips form feeds, JSON does not).
     pub fn first_line_is_document(&self) -> bool {
+        if self.first_line.is_none() || self.multi_line_records {
+            return false;
+        }
         let json_space = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
         let bytes = self.bytes;
         let start = bytes.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(bytes.len());
         let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |nl| start + nl);
-        self.first_line.is_some()
-            && !self.multi_line_records
-            && bytes[..start].iter().all(json_space)
-            && bytes[end..].iter().all(json_space)
+        bytes[..start].iter().all(json_space) && bytes[end..].iter().all(json_space)
     }
 
     /// The document parsed by `document` from the peek's bytes (not a parsed first line),
