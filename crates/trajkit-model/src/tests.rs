@@ -168,3 +168,20 @@ fn interaction_digest_is_pinned() {
     t.task.instruction = Some("fix `x`\r\n".into());
     assert_eq!(interaction_digest(&t).unwrap(), "394b66bbe94c0b27bace32b9d07cd7fcc3f7eb5250bae2537240b6e3359a5f89");
 }
+
+#[test]
+fn instruction_words_split_like_split_whitespace() {
+    // Every ASCII byte between two words, and the Unicode spaces on the slow path.
+    let mut texts: Vec<String> = (0u8..128).map(|b| format!(" a{}b  c\t", b as char)).collect();
+    texts.extend(["\u{a0}x\u{3000}y\u{2028}", "x\u{85}y", "\x0B\x0C", "", "   ", "\x1cx\x1fy"].map(String::from));
+    for t in &texts {
+        let expected = t.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(canonical::normalize_instruction(t), expected, "{t:?}");
+        use sha2::Digest;
+        let mut h = sha2::Sha256::new();
+        h.update(b"env\0");
+        h.update(expected.as_bytes());
+        let digest = canonical::hex(&h.finalize());
+        assert_eq!(canonical::instruction_task_key(t, Some("env")), format!("h:{}", &digest[..16]), "{t:?}");
+    }
+}
