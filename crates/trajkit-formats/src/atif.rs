@@ -7,6 +7,7 @@
 //! continuation segments (`continued_trajectory_ref`) are read into the same record.
 //! See `docs/formats/atif.md` for the rules.
 
+use std::cell::OnceCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -161,16 +162,17 @@ impl Reader for AtifReader {
             )]);
         };
         let dir = file_dir(file);
-        let mut v = Validator { root: &file.root, dir: &dir, problems: Vec::new() };
-        v.trajectory(&map, "$", false);
+        let mut v = Validator { root: &file.root, dir: &dir, dir_real: OnceCell::new(), problems: Vec::new() };
+        v.trajectory(&map, &At::Root("$"), false);
         if !v.problems.is_empty() {
             return RecordResult::Rejected(v.problems);
         }
+        let dir_real = v.dir_real;
         let display_dir = Path::new(&file.display).parent().map(Path::to_path_buf).unwrap_or_default();
         let mut loader = Loader {
             root: &file.root,
             origin: (!file.is_stdin()).then_some(file.fs_path.as_path()),
-            origin_real: std::cell::OnceCell::new(),
+            origin_real: OnceCell::new(),
             stack: Vec::new(),
             consumed: Vec::new(),
             files_built: HashMap::new(),
@@ -180,6 +182,7 @@ impl Reader for AtifReader {
             display: file.display.clone(),
             display_dir,
             dir,
+            dir_real,
             sha: raw.sha256.to_string(),
             line: raw.line,
             document_index: raw.document_index,
@@ -311,8 +314,38 @@ fn as_int(v: &Value) -> Option<i128> {
     v.as_i64().map(i128::from).or_else(|| v.as_u64().map(i128::from))
 }
 
-fn field(path: &str, key: &str) -> String {
+fn field(path: &(impl std::fmt::Display + ?Sized), key: &str) -> String {
     format!("{path}.{key}")
+}
+
+/// Where the validator is in the document (`$.steps[3].message`), kept as a chain of
+/// borrowed parts and written out only for a problem: most documents have none, and
+/// formatting every step's paths up front was 5 % of validating them.
+#[derive(Clone, Copy)]
+enum At<'a> {
+    Root(&'a str),
+    Key(&'a At<'a>, &'a str),
+    Index(&'a At<'a>, usize),
+}
+
+impl<'a> At<'a> {
+    fn key(&'a self, key: &'a str) -> At<'a> {
+        At::Key(self, key)
+    }
+
+    fn idx(&'a self, i: usize) -> At<'a> {
+        At::Index(self, i)
+    }
+}
+
+impl std::fmt::Display for At<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            At::Root(root) => f.write_str(root),
+            At::Key(parent, key) => write!(f, "{parent}.{key}"),
+            At::Index(parent, i) => write!(f, "{parent}[{i}]"),
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------
@@ -324,6 +357,8 @@ struct Validator<'a> {
     root: &'a Path,
     /// Directory that relative paths in the document are resolved against.
     dir: &'a Path,
+    /// `dir`'s real path once a reference needed it (handed on to the loader).
+    dir_real: OnceCell<PathBuf>,
     problems: Vec<Problem>,
 }
 
@@ -332,7 +367,7 @@ impl Validator<'_> {
         self.problems.push(Problem::new(reason, path, message));
     }
 
-    fn unknown_keys(&mut self, m: &Map<String, Value>, allowed: &[&str], path: &str, what: &str) {
+    fn unknown_keys(&mut self, m: &Map<String, Value>, allowed: &[&str], path: &At<'_>, what: &str) {
         for k in m.keys() {
             if !allowed.contains(&k.as_str()) {
                 self.push(
@@ -344,9 +379,9 @@ impl Validator<'_> {
         }
     }
 
-    fn wrong_type(&mut self, path: String, expected: &str, got: &Value) {
+    fn wrong_type(&mut self, path: impl std::fmt::Display, expected: &str, got: &Value) {
         let msg = format!("expected {expected}, got {}", type_name(got));
-        self.push(Reason::SchemaViolation, path, msg);
+        self.push(Reason::SchemaViolation, path.to_string(), msg);
     }
 
     fn missing(&mut self, path: String) {
@@ -354,7 +389,7 @@ impl Validator<'_> {
     }
 
     /// An optional string (null allowed); returns it when present.
-    fn opt_str<'v>(&mut self, m: &'v Map<String, Value>, key: &str, path: &str) -> Option<&'v str> {
+    fn opt_str<'v>(&mut self, m: &'v Map<String, Value>, key: &str, path: &At<'_>) -> Option<&'v str> {
         match m.get(key) {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(s),
@@ -365,7 +400,7 @@ impl Validator<'_> {
         }
     }
 
-    fn req_str<'v>(&mut self, m: &'v Map<String, Value>, key: &str, path: &str) -> Option<&'v str> {
+    fn req_str<'v>(&mut self, m: &'v Map<String, Value>, key: &str, path: &At<'_>) -> Option<&'v str> {
         match m.get(key) {
             None => {
                 self.missing(field(path, key));
@@ -379,7 +414,7 @@ impl Validator<'_> {
         }
     }
 
-    fn opt_int(&mut self, m: &Map<String, Value>, key: &str, path: &str) -> Option<i128> {
+    fn opt_int(&mut self, m: &Map<String, Value>, key: &str, path: &At<'_>) -> Option<i128> {
         match m.get(key) {
             None | Some(Value::Null) => None,
             Some(v) => match as_int(v) {
@@ -392,28 +427,28 @@ impl Validator<'_> {
         }
     }
 
-    fn opt_number(&mut self, m: &Map<String, Value>, key: &str, path: &str) {
+    fn opt_number(&mut self, m: &Map<String, Value>, key: &str, path: &At<'_>) {
         match m.get(key) {
             None | Some(Value::Null) | Some(Value::Number(_)) => {}
             Some(other) => self.wrong_type(field(path, key), "a number", other),
         }
     }
 
-    fn opt_bool(&mut self, m: &Map<String, Value>, key: &str, path: &str) {
+    fn opt_bool(&mut self, m: &Map<String, Value>, key: &str, path: &At<'_>) {
         match m.get(key) {
             None | Some(Value::Null) | Some(Value::Bool(_)) => {}
             Some(other) => self.wrong_type(field(path, key), "a boolean", other),
         }
     }
 
-    fn opt_object(&mut self, m: &Map<String, Value>, key: &str, path: &str) {
+    fn opt_object(&mut self, m: &Map<String, Value>, key: &str, path: &At<'_>) {
         match m.get(key) {
             None | Some(Value::Null) | Some(Value::Object(_)) => {}
             Some(other) => self.wrong_type(field(path, key), "an object", other),
         }
     }
 
-    fn opt_array<'v>(&mut self, m: &'v Map<String, Value>, key: &str, path: &str) -> Option<&'v Vec<Value>> {
+    fn opt_array<'v>(&mut self, m: &'v Map<String, Value>, key: &str, path: &At<'_>) -> Option<&'v Vec<Value>> {
         match m.get(key) {
             None | Some(Value::Null) => None,
             Some(Value::Array(a)) => Some(a),
@@ -426,15 +461,15 @@ impl Validator<'_> {
 
     /// A local path that leaves the input root is an error (never a read); a remote
     /// reference (`s3://...`) is allowed by the spec and becomes a gap when resolved.
-    fn escape_check(&mut self, reference: &str, path: String) {
+    fn escape_check(&mut self, reference: &str, path: &At<'_>) {
         if let Err(e @ crate::FormatError::PathEscapesRoot { .. }) =
-            input::resolve_inside(self.root, self.dir, reference)
+            input::resolve_inside_of(self.root, self.dir, &self.dir_real, reference)
         {
-            self.push(Reason::PathEscapesRoot, path, e.to_string());
+            self.push(Reason::PathEscapesRoot, path.to_string(), e.to_string());
         }
     }
 
-    fn trajectory(&mut self, m: &Map<String, Value>, path: &str, embedded: bool) {
+    fn trajectory(&mut self, m: &Map<String, Value>, path: &At<'_>, embedded: bool) {
         self.unknown_keys(m, TRAJECTORY_KEYS, path, "trajectory");
         match m.get("schema_version") {
             None if embedded => {}
@@ -458,29 +493,29 @@ impl Validator<'_> {
         self.opt_str(m, "trajectory_id", path);
         self.opt_str(m, "notes", path);
         if let Some(r) = self.opt_str(m, "continued_trajectory_ref", path) {
-            self.escape_check(r, field(path, "continued_trajectory_ref"));
+            self.escape_check(r, &path.key("continued_trajectory_ref"));
         }
         self.opt_object(m, "extra", path);
         match m.get("agent") {
             None => self.missing(field(path, "agent")),
-            Some(Value::Object(a)) => self.agent(a, &field(path, "agent")),
+            Some(Value::Object(a)) => self.agent(a, &path.key("agent")),
             Some(other) => self.wrong_type(field(path, "agent"), "an object", other),
         }
         match m.get("steps") {
             None => self.missing(field(path, "steps")),
-            Some(Value::Array(steps)) => self.steps(steps, &field(path, "steps")),
+            Some(Value::Array(steps)) => self.steps(steps, &path.key("steps")),
             Some(other) => self.wrong_type(field(path, "steps"), "an array", other),
         }
         match m.get("final_metrics") {
             None | Some(Value::Null) => {}
-            Some(Value::Object(fm)) => self.final_metrics(fm, &field(path, "final_metrics")),
+            Some(Value::Object(fm)) => self.final_metrics(fm, &path.key("final_metrics")),
             Some(other) => self.wrong_type(field(path, "final_metrics"), "an object", other),
         }
         if let Some(subs) = self.opt_array(m, "subagent_trajectories", path) {
-            let base = field(path, "subagent_trajectories");
+            let base = path.key("subagent_trajectories");
             let mut ids: HashSet<&str> = HashSet::new();
             for (i, s) in subs.iter().enumerate() {
-                let p = json::idx(&base, i);
+                let p = base.idx(i);
                 let Value::Object(sm) = s else {
                     self.wrong_type(p, "a trajectory object", s);
                     continue;
@@ -507,23 +542,23 @@ impl Validator<'_> {
         }
     }
 
-    fn agent(&mut self, a: &Map<String, Value>, path: &str) {
+    fn agent(&mut self, a: &Map<String, Value>, path: &At<'_>) {
         self.unknown_keys(a, AGENT_KEYS, path, "agent");
         self.req_str(a, "name", path);
         self.req_str(a, "version", path);
         self.opt_str(a, "model_name", path);
         self.opt_object(a, "extra", path);
         if let Some(tools) = self.opt_array(a, "tool_definitions", path) {
-            let base = field(path, "tool_definitions");
+            let base = path.key("tool_definitions");
             for (i, t) in tools.iter().enumerate() {
                 if !t.is_object() {
-                    self.wrong_type(json::idx(&base, i), "an object", t);
+                    self.wrong_type(base.idx(i), "an object", t);
                 }
             }
         }
     }
 
-    fn steps(&mut self, steps: &[Value], path: &str) {
+    fn steps(&mut self, steps: &[Value], path: &At<'_>) {
         if steps.is_empty() {
             self.push(Reason::SchemaViolation, path.to_string(), "a trajectory needs at least one step".into());
             return;
@@ -531,7 +566,7 @@ impl Validator<'_> {
         let mut first_bad: Option<(usize, i128)> = None;
         let mut bad = 0usize;
         for (i, s) in steps.iter().enumerate() {
-            let p = json::idx(path, i);
+            let p = path.idx(i);
             let Value::Object(sm) = s else {
                 self.wrong_type(p, "a step object", s);
                 continue;
@@ -546,7 +581,7 @@ impl Validator<'_> {
         if let Some((i, id)) = first_bad {
             self.push(
                 Reason::NonSequentialStepId,
-                field(&json::idx(path, i), "step_id"),
+                field(&path.idx(i), "step_id"),
                 format!(
                     "expected step_id {} (sequential from 1), got {id}; {bad} of {} steps out of sequence",
                     i + 1,
@@ -557,7 +592,7 @@ impl Validator<'_> {
     }
 
     /// Validates a step; returns its step_id when it is a valid integer.
-    fn step(&mut self, m: &Map<String, Value>, path: &str) -> Option<i128> {
+    fn step(&mut self, m: &Map<String, Value>, path: &At<'_>) -> Option<i128> {
         self.unknown_keys(m, STEP_KEYS, path, "step");
         let step_id = match m.get("step_id") {
             None => {
@@ -605,13 +640,13 @@ impl Validator<'_> {
         self.opt_str(m, "reasoning_content", path);
         match m.get("message") {
             None => self.missing(field(path, "message")),
-            Some(v) => self.content(v, &field(path, "message")),
+            Some(v) => self.content(v, &path.key("message")),
         }
         let mut call_ids: HashSet<&str> = HashSet::new();
         if let Some(calls) = self.opt_array(m, "tool_calls", path) {
-            let base = field(path, "tool_calls");
+            let base = path.key("tool_calls");
             for (i, c) in calls.iter().enumerate() {
-                let p = json::idx(&base, i);
+                let p = base.idx(i);
                 match c {
                     Value::Object(cm) => {
                         if let Some(id) = self.tool_call(cm, &p) {
@@ -624,12 +659,12 @@ impl Validator<'_> {
         }
         match m.get("observation") {
             None | Some(Value::Null) => {}
-            Some(Value::Object(o)) => self.observation(o, &field(path, "observation"), &call_ids),
+            Some(Value::Object(o)) => self.observation(o, &path.key("observation"), &call_ids),
             Some(other) => self.wrong_type(field(path, "observation"), "an object", other),
         }
         match m.get("metrics") {
             None | Some(Value::Null) => {}
-            Some(Value::Object(mm)) => self.metrics(mm, &field(path, "metrics")),
+            Some(Value::Object(mm)) => self.metrics(mm, &path.key("metrics")),
             Some(other) => self.wrong_type(field(path, "metrics"), "an object", other),
         }
         self.opt_bool(m, "is_copied_context", path);
@@ -671,7 +706,7 @@ impl Validator<'_> {
     }
 
     /// Validates a tool call; returns its id when valid.
-    fn tool_call<'v>(&mut self, m: &'v Map<String, Value>, path: &str) -> Option<&'v str> {
+    fn tool_call<'v>(&mut self, m: &'v Map<String, Value>, path: &At<'_>) -> Option<&'v str> {
         self.unknown_keys(m, TOOL_CALL_KEYS, path, "tool call");
         let id = self.req_str(m, "tool_call_id", path);
         self.req_str(m, "function_name", path);
@@ -684,7 +719,7 @@ impl Validator<'_> {
         id
     }
 
-    fn observation(&mut self, o: &Map<String, Value>, path: &str, call_ids: &HashSet<&str>) {
+    fn observation(&mut self, o: &Map<String, Value>, path: &At<'_>, call_ids: &HashSet<&str>) {
         self.unknown_keys(o, OBSERVATION_KEYS, path, "observation");
         let results = match o.get("results") {
             None => {
@@ -697,9 +732,9 @@ impl Validator<'_> {
                 return;
             }
         };
-        let base = field(path, "results");
+        let base = path.key("results");
         for (i, r) in results.iter().enumerate() {
-            let p = json::idx(&base, i);
+            let p = base.idx(i);
             let Value::Object(rm) = r else {
                 self.wrong_type(p, "an observation result object", r);
                 continue;
@@ -716,13 +751,13 @@ impl Validator<'_> {
             }
             match rm.get("content") {
                 None | Some(Value::Null) => {}
-                Some(c) => self.content(c, &field(&p, "content")),
+                Some(c) => self.content(c, &p.key("content")),
             }
             self.opt_object(rm, "extra", &p);
             if let Some(refs) = self.opt_array(rm, "subagent_trajectory_ref", &p) {
-                let rbase = field(&p, "subagent_trajectory_ref");
+                let rbase = p.key("subagent_trajectory_ref");
                 for (j, r) in refs.iter().enumerate() {
-                    let rp = json::idx(&rbase, j);
+                    let rp = rbase.idx(j);
                     match r {
                         Value::Object(refm) => self.subagent_ref(refm, &rp),
                         other => self.wrong_type(rp, "a subagent reference object", other),
@@ -732,7 +767,7 @@ impl Validator<'_> {
         }
     }
 
-    fn subagent_ref(&mut self, m: &Map<String, Value>, path: &str) {
+    fn subagent_ref(&mut self, m: &Map<String, Value>, path: &At<'_>) {
         self.unknown_keys(m, REF_KEYS, path, "subagent reference");
         self.opt_str(m, "trajectory_id", path);
         self.opt_str(m, "session_id", path);
@@ -747,17 +782,17 @@ impl Validator<'_> {
             );
         }
         if let Some(p) = p {
-            self.escape_check(p, field(path, "trajectory_path"));
+            self.escape_check(p, &path.key("trajectory_path"));
         }
     }
 
     /// A message / result content: a string or an array of content parts.
-    fn content(&mut self, v: &Value, path: &str) {
+    fn content(&mut self, v: &Value, path: &At<'_>) {
         match v {
             Value::String(_) => {}
             Value::Array(parts) => {
                 for (i, part) in parts.iter().enumerate() {
-                    let p = json::idx(path, i);
+                    let p = path.idx(i);
                     match part {
                         Value::Object(pm) => self.content_part(pm, &p),
                         other => self.wrong_type(p, "a content part object", other),
@@ -768,7 +803,7 @@ impl Validator<'_> {
         }
     }
 
-    fn content_part(&mut self, m: &Map<String, Value>, path: &str) {
+    fn content_part(&mut self, m: &Map<String, Value>, path: &At<'_>) {
         self.unknown_keys(m, CONTENT_PART_KEYS, path, "content part");
         let kind = match self.req_str(m, "type", path) {
             Some(t @ ("text" | "image")) => Some(t),
@@ -786,7 +821,7 @@ impl Validator<'_> {
         let source = match m.get("source") {
             None | Some(Value::Null) => false,
             Some(Value::Object(s)) => {
-                self.image_source(s, &field(path, "source"));
+                self.image_source(s, &path.key("source"));
                 true
             }
             Some(other) => {
@@ -812,7 +847,7 @@ impl Validator<'_> {
         }
     }
 
-    fn image_source(&mut self, m: &Map<String, Value>, path: &str) {
+    fn image_source(&mut self, m: &Map<String, Value>, path: &At<'_>) {
         self.unknown_keys(m, IMAGE_SOURCE_KEYS, path, "image source");
         if let Some(mt) = self.req_str(m, "media_type", path) {
             if !MEDIA_TYPES.contains(&mt) {
@@ -826,7 +861,7 @@ impl Validator<'_> {
         self.req_str(m, "path", path);
     }
 
-    fn metrics(&mut self, m: &Map<String, Value>, path: &str) {
+    fn metrics(&mut self, m: &Map<String, Value>, path: &At<'_>) {
         self.unknown_keys(m, METRICS_KEYS, path, "metrics");
         for k in ["prompt_tokens", "completion_tokens", "cached_tokens"] {
             self.opt_int(m, k, path);
@@ -834,26 +869,26 @@ impl Validator<'_> {
         self.opt_number(m, "cost_usd", path);
         for k in ["prompt_token_ids", "completion_token_ids"] {
             if let Some(a) = self.opt_array(m, k, path) {
-                let base = field(path, k);
+                let base = path.key(k);
                 for (i, x) in a.iter().enumerate() {
                     if as_int(x).is_none() {
-                        self.wrong_type(json::idx(&base, i), "an integer", x);
+                        self.wrong_type(base.idx(i), "an integer", x);
                     }
                 }
             }
         }
         if let Some(a) = self.opt_array(m, "logprobs", path) {
-            let base = field(path, "logprobs");
+            let base = path.key("logprobs");
             for (i, x) in a.iter().enumerate() {
                 if !x.is_number() {
-                    self.wrong_type(json::idx(&base, i), "a number", x);
+                    self.wrong_type(base.idx(i), "a number", x);
                 }
             }
         }
         self.opt_object(m, "extra", path);
     }
 
-    fn final_metrics(&mut self, m: &Map<String, Value>, path: &str) {
+    fn final_metrics(&mut self, m: &Map<String, Value>, path: &At<'_>) {
         self.unknown_keys(m, FINAL_METRICS_KEYS, path, "final_metrics");
         for k in ["total_prompt_tokens", "total_completion_tokens", "total_cached_tokens"] {
             self.opt_int(m, k, path);
@@ -964,6 +999,8 @@ struct DocSource {
     display_dir: PathBuf,
     /// Directory on disk that relative references resolve against.
     dir: PathBuf,
+    /// `dir`'s real path, once a reference needed it.
+    dir_real: OnceCell<PathBuf>,
     /// SHA-256 of the document's bytes.
     sha: String,
     line: Option<u64>,
@@ -984,7 +1021,7 @@ struct Loader<'a> {
     /// `canonicalize` costs a system call per path component, and most documents refer to
     /// no other file.
     origin: Option<&'a Path>,
-    origin_real: std::cell::OnceCell<Option<PathBuf>>,
+    origin_real: OnceCell<Option<PathBuf>>,
     /// Files being built below the record's own (cycle guard).
     stack: Vec<PathBuf>,
     consumed: Vec<PathBuf>,
@@ -1041,11 +1078,12 @@ impl Loader<'_> {
             return Err(LoadError::Gap(format!("{display}: not an ATIF trajectory")));
         };
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let mut v = Validator { root: self.root, dir: &dir, problems: Vec::new() };
-        v.trajectory(&map, "$", false);
+        let mut v = Validator { root: self.root, dir: &dir, dir_real: OnceCell::new(), problems: Vec::new() };
+        v.trajectory(&map, &At::Root("$"), false);
         if !v.problems.is_empty() {
             return Err(LoadError::Invalid(v.problems.into_iter().map(|p| located(&display, p)).collect()));
         }
+        let dir_real = v.dir_real;
         self.consumed.push(path.to_path_buf());
         Ok((
             map,
@@ -1053,6 +1091,7 @@ impl Loader<'_> {
                 display,
                 display_dir,
                 dir,
+                dir_real,
                 sha: sha256_hex(&bytes),
                 line: None,
                 document_index: Some(0),
@@ -1075,11 +1114,12 @@ impl Loader<'_> {
 
     fn locate_path(&self, src: &DocSource, reference: &str) -> Result<(PathBuf, String), String> {
         let display = src.display_dir.join(reference).display().to_string();
-        let path = input::resolve_inside(self.root, &src.dir, reference).map_err(|e| format!("{display}: {e}"))?;
-        if !path.is_file() {
+        // The path is already real when it exists (`resolve_inside` canonicalizes it).
+        let real = input::resolve_inside_of(self.root, &src.dir, &src.dir_real, reference)
+            .map_err(|e| format!("{display}: {e}"))?;
+        if !real.is_file() {
             return Err(format!("{display}: file not found"));
         }
-        let real = path.canonicalize().unwrap_or(path);
         if self.stack.contains(&real) || self.origin_real().is_some_and(|me| *me == real) {
             return Err(format!("{display}: reference cycle"));
         }
@@ -1267,6 +1307,7 @@ impl Loader<'_> {
             display: String::new(),
             display_dir: PathBuf::new(),
             dir: PathBuf::new(),
+            dir_real: OnceCell::new(),
             sha: String::new(),
             line: None,
             document_index: None,

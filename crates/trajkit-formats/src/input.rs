@@ -189,6 +189,18 @@ pub fn read_all(file: &InputFile) -> Result<Vec<u8>, FormatError> {
 /// Resolves `reference` (a path written inside data) against `base_dir`, refusing any
 /// result outside `root`. Returns the path on disk.
 pub fn resolve_inside(root: &Path, base_dir: &Path, reference: &str) -> Result<PathBuf, FormatError> {
+    resolve_inside_of(root, base_dir, &std::cell::OnceCell::new(), reference)
+}
+
+/// [`resolve_inside`] for a caller that resolves several references against one directory:
+/// `real_dir` keeps the directory's real path after the first (each `canonicalize` costs a
+/// `readlink` per path component).
+pub fn resolve_inside_of(
+    root: &Path,
+    base_dir: &Path,
+    real_dir: &std::cell::OnceCell<PathBuf>,
+    reference: &str,
+) -> Result<PathBuf, FormatError> {
     let rel = Path::new(reference);
     let escapes =
         || FormatError::PathEscapesRoot { reference: reference.to_string(), root: root.display().to_string() };
@@ -199,7 +211,8 @@ pub fn resolve_inside(root: &Path, base_dir: &Path, reference: &str) -> Result<P
         return Err(escapes());
     }
     // Normalize lexically first so a missing target still gets the escape check.
-    let mut joined = base_dir.canonicalize().unwrap_or_else(|_| base_dir.to_path_buf());
+    let mut joined =
+        real_dir.get_or_init(|| base_dir.canonicalize().unwrap_or_else(|_| base_dir.to_path_buf())).clone();
     for comp in rel.components() {
         match comp {
             std::path::Component::ParentDir => {
