@@ -62,10 +62,13 @@ pub fn finalize(
     let tasks = std::mem::take(&mut merge.tasks);
     let near = std::mem::take(&mut merge.near);
     let fingerprints = std::mem::take(&mut merge.contamination);
-    let conn = index.finish()?;
-    cancelled(progress)?;
+    // The index writer is still inserting the last partial's rows (it is the slower side of
+    // the merge): task clusters and near-duplicate groups, in memory, are computed meanwhile.
     progress.stage("task clusters");
     let clusters = tasks.cluster(&opts.clusters, &opts.split);
+    let members = near.group(&clusters, opts.clusters.trajectory_similarity);
+    let conn = index.finish()?;
+    cancelled(progress)?;
     crate::clusters::write_index(&conn, &index_path, &clusters)?;
     cancelled(progress)?;
     let dir = staging.join("partials");
@@ -77,7 +80,6 @@ pub fn finalize(
     crate::index::finalize(&conn, &index_path, &|| progress.cancelled())?;
     cancelled(progress)?;
     progress.stage("near duplicates");
-    let members = near.group(&clusters, opts.clusters.trajectory_similarity);
     crate::near::write_index(&conn, &index_path, &members)?;
     cancelled(progress)?;
     progress.stage("contamination");

@@ -155,6 +155,9 @@ pub enum Msg {
     Meta(String, String),
 }
 
+/// Messages queued for the writer thread at most.
+const QUEUE: usize = 8192;
+
 /// The writer thread and its channel.
 pub struct IndexWriter {
     tx: Option<Sender<Msg>>,
@@ -166,7 +169,9 @@ impl IndexWriter {
     /// Creates the database at `path` and starts loading on a thread of its own.
     pub fn start(path: &Path) -> Result<IndexWriter, LibraryError> {
         let conn = open_for_build(path)?;
-        let (tx, rx) = bounded::<Msg>(1024);
+        // Room for the merge to run ahead of the inserts (a few KiB per trajectory): while
+        // the writer drains it, finalize computes the clusters and near-duplicate groups.
+        let (tx, rx) = bounded::<Msg>(QUEUE);
         let p = path.to_path_buf();
         let handle = std::thread::Builder::new()
             .name("trajkit-index".into())
