@@ -93,30 +93,46 @@ fn one_u64(conn: &Connection, path: &Path, sql: &str) -> Result<u64, LibraryErro
     conn.query_row(sql, [], |r| r.get::<_, Option<u64>>(0)).map(|v| v.unwrap_or(0)).map_err(sqlerr(path))
 }
 
-/// Count, min, median, mean, p90, max and a power-of-two histogram of an integer column.
-fn distribution(conn: &Connection, path: &Path, column: &str) -> Result<Value, LibraryError> {
-    let n = one_u64(conn, path, "SELECT count(*) FROM trajectories")?;
-    if n == 0 {
-        return Ok(json!({"count": 0}));
+/// The values of the integer (`NOT NULL`) columns `COLUMNS` with their counts, in
+/// order, per column: one scan of the table for all of them.
+fn column_values(conn: &Connection, path: &Path) -> Result<[Vec<(u64, u64)>; 3], LibraryError> {
+    let mut maps: [BTreeMap<u64, u64>; 3] = Default::default();
+    let sql = format!("SELECT {} FROM trajectories", COLUMNS.join(", "));
+    let mut st = conn.prepare(&sql).map_err(sqlerr(path))?;
+    let mut rows = st.query([]).map_err(sqlerr(path))?;
+    while let Some(r) = rows.next().map_err(sqlerr(path))? {
+        for (i, map) in maps.iter_mut().enumerate() {
+            *map.entry(r.get::<_, u64>(i).map_err(sqlerr(path))?).or_insert(0) += 1;
+        }
     }
-    let agg: (u64, u64, f64, u64) = conn
-        .query_row(
-            &format!("SELECT min({column}), max({column}), avg({column}), sum({column}) FROM trajectories"),
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-        )
-        .map_err(sqlerr(path))?;
-    let quantile = |q: f64| -> Result<u64, LibraryError> {
+    Ok(maps.map(|m| m.into_iter().collect()))
+}
+
+/// The columns `distribution` describes.
+const COLUMNS: [&str; 3] = ["steps", "decisions", "tool_calls"];
+
+/// Count, min, median, mean, p90, max and a power-of-two histogram of a column, from its
+/// values with their counts in order.
+fn distribution(values: &[(u64, u64)]) -> Value {
+    let n: u64 = values.iter().map(|(_, c)| c).sum();
+    let (Some(&(min, _)), Some(&(max, _))) = (values.first(), values.last()) else {
+        return json!({"count": 0});
+    };
+    let total: u64 = values.iter().map(|(v, c)| v * c).sum();
+    // The value at sorted position floor((n - 1) * q), as `ORDER BY .. LIMIT 1 OFFSET` gives it.
+    let quantile = |q: f64| {
         let offset = ((n - 1) as f64 * q).floor() as u64;
-        one_u64(conn, path, &format!("SELECT {column} FROM trajectories ORDER BY {column} LIMIT 1 OFFSET {offset}"))
+        let mut seen = 0;
+        values
+            .iter()
+            .find(|(_, c)| {
+                seen += c;
+                seen > offset
+            })
+            .map_or(max, |(v, _)| *v)
     };
     let mut histogram = BTreeMap::new();
-    let mut st = conn
-        .prepare(&format!("SELECT {column}, count(*) FROM trajectories GROUP BY {column}"))
-        .map_err(sqlerr(path))?;
-    let rows = st.query_map([], |r| Ok((r.get::<_, u64>(0)?, r.get::<_, u64>(1)?))).map_err(sqlerr(path))?;
-    for row in rows {
-        let (value, count) = row.map_err(sqlerr(path))?;
+    for &(value, count) in values {
         // Bucket b holds 2^(b-1) ..= 2^b - 1; bucket 0 holds 0.
         let bucket = 64 - u64::from(value.leading_zeros());
         let label = match bucket {
@@ -130,10 +146,12 @@ fn distribution(conn: &Connection, path: &Path, column: &str) -> Result<Value, L
         .into_iter()
         .map(|(k, v)| json!({"range": k.split_once(':').map(|x| x.1).unwrap_or(&k), "count": v}))
         .collect();
-    Ok(json!({
-        "count": n, "total": agg.3, "min": agg.0, "median": quantile(0.5)?, "mean": round6(agg.2),
-        "p90": quantile(0.9)?, "max": agg.1, "histogram": histogram
-    }))
+    // SQLite's avg() of integers: their exact sum over the count, in double precision.
+    let mean = total as f64 / n as f64;
+    json!({
+        "count": n, "total": total, "min": min, "median": quantile(0.5), "mean": round6(mean),
+        "p90": quantile(0.9), "max": max, "histogram": histogram
+    })
 }
 
 /// Estimators and success@k over groups of attempts (source, model, task), attempts in
@@ -333,13 +351,50 @@ pub fn report(root: &Path, dedup: crate::Dedup) -> Result<Value, LibraryError> {
     Ok(s)
 }
 
+/// The summary's counts over all trajectories, from one scan of the table.
+struct Counts {
+    attempts: u64,
+    sources: u64,
+    success: u64,
+    failure: u64,
+    unknown: u64,
+    structural_valid: u64,
+    complete: u64,
+    sft_eligible: u64,
+    training_eligible: u64,
+}
+
+fn counts(conn: &Connection, path: &Path) -> Result<Counts, LibraryError> {
+    conn.query_row(
+        "SELECT count(*), count(DISTINCT source), count(*) FILTER (WHERE status = 'success'),
+           count(*) FILTER (WHERE status = 'failure'), count(*) FILTER (WHERE status = 'unknown'),
+           count(*) FILTER (WHERE structural_valid), count(*) FILTER (WHERE complete),
+           count(*) FILTER (WHERE sft_eligible), count(*) FILTER (WHERE training_eligible)
+         FROM trajectories",
+        [],
+        |r| {
+            Ok(Counts {
+                attempts: r.get(0)?,
+                sources: r.get(1)?,
+                success: r.get(2)?,
+                failure: r.get(3)?,
+                unknown: r.get(4)?,
+                structural_valid: r.get(5)?,
+                complete: r.get(6)?,
+                sft_eligible: r.get(7)?,
+                training_eligible: r.get(8)?,
+            })
+        },
+    )
+    .map_err(sqlerr(path))
+}
+
 /// The whole summary (`evaluation/summary.json`).
 pub fn compute(conn: &Connection, path: &Path) -> Result<Value, LibraryError> {
     let q = |sql: &str| one_u64(conn, path, sql);
-    let (success, failure) = (
-        q("SELECT count(*) FROM trajectories WHERE status = 'success'")?,
-        q("SELECT count(*) FROM trajectories WHERE status = 'failure'")?,
-    );
+    let c = counts(conn, path)?;
+    let [steps, decisions, tool_calls] = column_values(conn, path)?;
+    let (success, failure) = (c.success, c.failure);
     let tasks = q("SELECT count(*) FROM tasks")?;
     let solved = q("SELECT count(*) FROM tasks WHERE success > 0")?;
     let known_tasks = q("SELECT count(*) FROM tasks WHERE success + failure > 0")?;
@@ -356,13 +411,13 @@ pub fn compute(conn: &Connection, path: &Path) -> Result<Value, LibraryError> {
         .map_err(sqlerr(path))?;
     Ok(json!({
         "description": "recorded-agent performance, computed from evaluation/per_trajectory.jsonl.gz and index.sqlite by trajkit build; see docs/library.md",
-        "attempts": q("SELECT count(*) FROM trajectories")?,
+        "attempts": c.attempts,
         "tasks": tasks,
-        "sources": q("SELECT count(DISTINCT source) FROM trajectories")?,
+        "sources": c.sources,
         "outcomes": {
             "success": success,
             "failure": failure,
-            "unknown": q("SELECT count(*) FROM trajectories WHERE status = 'unknown'")?,
+            "unknown": c.unknown,
             "success_rate_known": rate(success, failure),
         },
         "tasks_solved_at_least_once": {
@@ -376,9 +431,9 @@ pub fn compute(conn: &Connection, path: &Path) -> Result<Value, LibraryError> {
         "attempts_distribution": attempts(conn, path)?,
         "at_k": at_k(conn, path)?,
         "actions": {
-            "steps": distribution(conn, path, "steps")?,
-            "decisions": distribution(conn, path, "decisions")?,
-            "tool_calls": distribution(conn, path, "tool_calls")?,
+            "steps": distribution(&steps),
+            "decisions": distribution(&decisions),
+            "tool_calls": distribution(&tool_calls),
             "top_tools": top_tools,
         },
         "usage": {
@@ -390,10 +445,10 @@ pub fn compute(conn: &Connection, path: &Path) -> Result<Value, LibraryError> {
             },
         },
         "quality": {
-            "structural_valid": q("SELECT count(*) FROM trajectories WHERE structural_valid")?,
-            "complete": q("SELECT count(*) FROM trajectories WHERE complete")?,
-            "sft_eligible": q("SELECT count(*) FROM trajectories WHERE sft_eligible")?,
-            "training_eligible": q("SELECT count(*) FROM trajectories WHERE training_eligible")?,
+            "structural_valid": c.structural_valid,
+            "complete": c.complete,
+            "sft_eligible": c.sft_eligible,
+            "training_eligible": c.training_eligible,
             "verification": verification_counts(conn, path)?,
         },
         "duplicates": {
@@ -422,6 +477,43 @@ fn verification_counts(conn: &Connection, path: &Path) -> Result<Value, LibraryE
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The figures as SQLite computes them, one statement each (how they were computed
+    /// before one scan served every column).
+    fn by_sql(conn: &Connection, n: u64) -> (u64, u64, u64, f64, u64, u64) {
+        let one = |sql: &str| conn.query_row(sql, [], |r| r.get::<_, u64>(0)).unwrap();
+        let at = |q: f64| one(&format!("SELECT v FROM t ORDER BY v LIMIT 1 OFFSET {}", ((n - 1) as f64 * q).floor()));
+        let (min, max, avg, sum) = conn
+            .query_row("SELECT min(v), max(v), avg(v), sum(v) FROM t", [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
+            .unwrap();
+        (min, at(0.5), at(0.9), avg, max, sum)
+    }
+
+    #[test]
+    fn distribution_matches_sqlite_on_every_size() {
+        // Synthetic: sizes 1..=60 with repeats, gaps and a large value (no real file needed).
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch("CREATE TABLE t (v INTEGER NOT NULL)").unwrap();
+        for i in 1u64..=60 {
+            let v = (i * 7919) % 23 + if i % 17 == 0 { 1 << 40 } else { 0 };
+            conn.execute("INSERT INTO t VALUES (?1)", [v]).unwrap();
+            let mut st = conn.prepare("SELECT v, count(*) FROM t GROUP BY v ORDER BY v").unwrap();
+            let values: Vec<(u64, u64)> =
+                st.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect();
+            let d = distribution(&values);
+            let (min, median, p90, avg, max, sum) = by_sql(&conn, i);
+            assert_eq!(d["count"], json!(i));
+            assert_eq!(
+                (&d["min"], &d["median"], &d["p90"], &d["max"], &d["total"]),
+                (&json!(min), &json!(median), &json!(p90), &json!(max), &json!(sum)),
+                "{i} values"
+            );
+            assert_eq!(d["mean"], json!(round6(avg)), "{i} values");
+        }
+        assert_eq!(distribution(&[]), json!({"count": 0}));
+    }
 
     #[test]
     fn estimators_match_closed_forms() {
