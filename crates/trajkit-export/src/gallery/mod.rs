@@ -2,9 +2,9 @@
 //! network) showing what a library holds: summary figures and charts, then a few example
 //! conversations per source. Documented in docs/gallery.md.
 //!
-//! Two streaming passes over the library: the rows give the figures and the sample
-//! (counters and a few ids per source are kept, never the records), then the records are
-//! read until the chosen ones are found. The page stays within [`GalleryOptions::max_bytes`].
+//! One streaming pass over the library's rows gives the figures and the sample (counters
+//! and a few rows per source are kept, never the records); then each chosen record is read
+//! from its own zstd frame. The page stays within [`GalleryOptions::max_bytes`].
 
 pub mod charts;
 pub mod html;
@@ -12,7 +12,6 @@ pub mod page;
 pub mod render;
 pub mod stats;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use trajkit_library::{Library, LibraryError};
@@ -87,10 +86,6 @@ pub enum GalleryError {
     Library(#[from] LibraryError),
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
-    #[error(
-        "{path}: {missing} chosen records were not found in the second pass (the library changed while it was read)"
-    )]
-    Changed { path: PathBuf, missing: usize },
 }
 
 /// Smallest share of the page an example gets; fewer examples are shown rather than less.
@@ -183,46 +178,29 @@ fn plan_examples(summary: &Summary, sampler: Sampler, budget: usize) -> ExampleP
     ExamplePlan { sources, count }
 }
 
-/// Second pass: reads records until every chosen one is rendered (redacted first).
+/// Reads and renders every chosen record (redacted first), each from its own zstd frame,
+/// in library order (the order redaction numbers placeholders in).
 fn fetch_and_render(
     lib: &Library,
     opts: &GalleryOptions,
     plan: &ExamplePlan,
     per_example: usize,
 ) -> Result<Vec<Option<Html>>, GalleryError> {
-    let wanted: HashMap<&str, usize> = plan
-        .sources
-        .iter()
-        .flat_map(|(_, picks, _)| picks.iter())
-        .enumerate()
-        .map(|(i, p)| (p.id.as_str(), i))
-        .collect();
-    let mut rendered: Vec<Option<Html>> = (0..plan.count).map(|_| None).collect();
-    let mut found = 0;
+    let mut picks: Vec<(usize, &Pick)> =
+        plan.sources.iter().flat_map(|(_, picks, _)| picks.iter()).enumerate().collect();
+    picks.sort_by_key(|(_, p)| p.seq);
     let limits = render::Limits {
         max_steps: opts.max_steps_per_example,
         max_text_chars: opts.max_text_chars,
         budget: per_example,
     };
-    if plan.count > 0 {
-        for record in lib.records_where(|row| wanted.contains_key(row.id.as_str()))? {
-            let (row, mut t) = record?;
-            let Some(&slot) = wanted.get(row.id.as_str()) else { continue };
-            if rendered[slot].is_some() {
-                continue;
-            }
-            if let Some(redact) = opts.redact {
-                redact(&mut t);
-            }
-            rendered[slot] = Some(render::example(slot as u64 + 1, &row, &t, limits));
-            found += 1;
-            if found == plan.count {
-                break;
-            }
+    let mut rendered: Vec<Option<Html>> = (0..plan.count).map(|_| None).collect();
+    for (slot, pick) in picks {
+        let mut t = lib.record_at(&pick.row)?;
+        if let Some(redact) = opts.redact {
+            redact(&mut t);
         }
-    }
-    if found < plan.count {
-        return Err(GalleryError::Changed { path: lib.root().to_path_buf(), missing: plan.count - found });
+        rendered[slot] = Some(render::example(slot as u64 + 1, &pick.row, &t, limits));
     }
     Ok(rendered)
 }

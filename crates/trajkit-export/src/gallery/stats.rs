@@ -187,12 +187,23 @@ pub fn stable_hash(bytes: &[u8]) -> u64 {
 
 /// A sampling candidate, ordered by its rank: rows with steps before empty ones, then
 /// by the stable hash of the row id (the id breaks the practically impossible ties).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// It keeps its row (where its record lies) and its place in library order.
+#[derive(Debug, Clone)]
 struct Candidate {
     empty: bool,
     hash: u64,
     id: String,
+    seq: u64,
+    row: Box<Row>,
 }
+
+impl PartialEq for Candidate {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Candidate {}
 
 impl Ord for Candidate {
     fn cmp(&self, other: &Self) -> Ordering {
@@ -206,11 +217,14 @@ impl PartialOrd for Candidate {
     }
 }
 
-/// One chosen example.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One chosen example: its row, and its place in library order (the order in which its
+/// record is redacted, so that placeholders are numbered as they always were).
+#[derive(Debug, Clone, PartialEq)]
 pub struct Pick {
     pub id: String,
     pub class: Class,
+    pub seq: u64,
+    pub row: Box<Row>,
 }
 
 /// Keeps, per source and outcome class, the `k` best-ranked rows (a bounded max-heap):
@@ -219,26 +233,33 @@ pub struct Pick {
 pub struct Sampler {
     k: usize,
     per_source: BTreeMap<String, [BinaryHeap<Candidate>; 3]>,
+    /// Rows added so far.
+    seen: u64,
 }
 
 impl Sampler {
     pub fn new(k: usize) -> Sampler {
-        Sampler { k, per_source: BTreeMap::new() }
+        Sampler { k, per_source: BTreeMap::new(), seen: 0 }
     }
 
     pub fn add(&mut self, row: &Row) {
         if self.k == 0 {
             return;
         }
+        let seq = self.seen;
+        self.seen += 1;
         let heaps = self.per_source.entry(row.source.clone()).or_default();
         let heap = &mut heaps[Class::of(&row.status).index()];
-        let candidate = Candidate { empty: row.steps == 0, hash: stable_hash(row.id.as_bytes()), id: row.id.clone() };
-        if heap.len() < self.k {
-            heap.push(candidate);
-        } else if heap.peek().is_some_and(|worst| candidate < *worst) {
+        let (empty, hash) = (row.steps == 0, stable_hash(row.id.as_bytes()));
+        if heap.len() >= self.k {
+            // Full: the row replaces the worst candidate only when it ranks before it.
+            let worse = |w: &Candidate| (empty, hash, row.id.as_str()) >= (w.empty, w.hash, w.id.as_str());
+            if heap.peek().is_none_or(worse) {
+                return;
+            }
             heap.pop();
-            heap.push(candidate);
         }
+        heap.push(Candidate { empty, hash, id: row.id.clone(), seq, row: Box::new(row.clone()) });
     }
 
     /// The examples of each source in display order (successes, failures, unknown; each
@@ -253,7 +274,9 @@ impl Sampler {
                 let (ns, nf, nu) = allot(k, s.len(), f.len(), u.len());
                 let picks = [(s, ns, Class::Success), (f, nf, Class::Failure), (u, nu, Class::Unknown)]
                     .into_iter()
-                    .flat_map(|(v, n, class)| v.into_iter().take(n).map(move |c| Pick { id: c.id, class }))
+                    .flat_map(|(v, n, class)| {
+                        v.into_iter().take(n).map(move |c| Pick { id: c.id, class, seq: c.seq, row: c.row })
+                    })
                     .collect();
                 (source, picks)
             })
@@ -366,9 +389,22 @@ mod tests {
             order.for_each(|r| s.add(r));
             s.choose()
         };
+        // What was chosen (ids, classes, rows); `seq` is each pick's place in the order read.
+        let chosen = |picks: &BTreeMap<String, Vec<Pick>>| -> Vec<(String, String, Class, Row)> {
+            let all = picks
+                .iter()
+                .flat_map(|(s, v)| v.iter().map(move |p| (s.clone(), p.id.clone(), p.class, *p.row.clone())));
+            all.collect()
+        };
         let forward = choose(&mut rows.iter());
         let backward = choose(&mut rows.iter().rev());
-        assert_eq!(forward, backward);
+        assert_eq!(chosen(&forward), chosen(&backward));
+        for picks in forward.values() {
+            for p in picks {
+                assert_eq!(p.row.id, p.id);
+                assert_eq!(rows[p.seq as usize].id, p.id, "seq is the place in the order read");
+            }
+        }
         for picks in forward.values() {
             assert_eq!(
                 picks.iter().map(|p| p.class).collect::<Vec<_>>(),
