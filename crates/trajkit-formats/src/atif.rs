@@ -1666,6 +1666,7 @@ impl RefWalk<'_> {
             .map(str::to_string)
             .collect();
         let root_ids = root_ids.unwrap_or(&own_ids);
+        let dir_real = OnceCell::new();
         let steps = m.get("steps").and_then(Value::as_array);
         for step in steps.into_iter().flatten() {
             let results = step.get("observation").and_then(|o| o.get("results")).and_then(Value::as_array);
@@ -1677,7 +1678,7 @@ impl RefWalk<'_> {
                         continue;
                     }
                     if let Some(p) = reference.get("trajectory_path").and_then(Value::as_str) {
-                        self.file(from, dir, p, depth);
+                        self.file(from, (dir, &dir_real), p, depth);
                     }
                 }
             }
@@ -1686,23 +1687,22 @@ impl RefWalk<'_> {
             self.document(t, from, dir, Some(root_ids), depth);
         }
         if let Some(p) = m.get("continued_trajectory_ref").and_then(Value::as_str) {
-            self.file(from, dir, p, depth);
+            self.file(from, (dir, &dir_real), p, depth);
         }
     }
 
-    fn file(&mut self, from: &Path, dir: &Path, reference: &str, depth: usize) {
+    /// Follows `reference`, written in a document of `dir` (with its real path once known).
+    fn file(&mut self, from: &Path, (dir, dir_real): (&Path, &OnceCell<PathBuf>), reference: &str, depth: usize) {
         if depth >= MAX_FILE_DEPTH {
             return;
         }
-        let Ok(path) = input::resolve_inside(self.root, dir, reference) else {
+        // The path is already real when it exists (`resolve_inside` canonicalizes it).
+        let Ok(real) = input::resolve_inside_of(self.root, dir, dir_real, reference) else {
             return;
         };
-        if !path.is_file() {
+        if !real.is_file() {
             return;
         }
-        let Ok(real) = path.canonicalize() else {
-            return;
-        };
         if self.seen.contains(&real) {
             self.edges.push((from.to_path_buf(), real));
             return;
