@@ -46,10 +46,11 @@ CREATE TABLE rejections (file INTEGER NOT NULL, path TEXT NOT NULL, line INTEGER
   reason TEXT NOT NULL, json_path TEXT NOT NULL, message TEXT NOT NULL);
 ";
 
-/// Work done once everything is loaded: splits, eligibility, duplicate groups, ranks,
-/// tasks, then the secondary indexes.
+/// Work done once everything is loaded: duplicate groups, then eligibility, group sizes and
+/// ranks in one `UPDATE` (each full `UPDATE` rewrites every wide row), tasks, then the
+/// secondary indexes. Every row has exactly one duplicate group (grouped by its interaction
+/// digest) and one rank, so the joined `UPDATE` reaches every row.
 const FINALIZE: &str = "
-UPDATE trajectories SET training_eligible = (sft_eligible AND role = 'training' AND split <> 'protected_evaluation');
 CREATE INDEX trajectories_content_digest ON trajectories (content_digest);
 CREATE INDEX trajectories_interaction_digest ON trajectories (interaction_digest);
 CREATE TABLE duplicate_groups (duplicate_group TEXT PRIMARY KEY, interaction_digest TEXT NOT NULL,
@@ -60,15 +61,17 @@ INSERT INTO duplicate_groups
     json_group_array(id)
   FROM (SELECT duplicate_group, interaction_digest, id, status, reward FROM trajectories ORDER BY ordinal)
   GROUP BY interaction_digest ORDER BY duplicate_group, interaction_digest;
-UPDATE trajectories SET duplicate_group_size = g.size, duplicate_outcomes_disagree = g.outcomes_disagree
-  FROM duplicate_groups AS g WHERE g.interaction_digest = trajectories.interaction_digest;
-UPDATE trajectories SET task_rank = r.rank FROM (
-  SELECT ordinal, row_number() OVER (
-    PARTITION BY task_key, coalesce(environment, ''), coalesce(environment_version, '')
-    ORDER BY quality_tier DESC,
-      CASE status WHEN 'success' THEN 0 WHEN 'unknown' THEN 1 ELSE 2 END,
-      coalesce(action_observation_completeness, 0) DESC, steps ASC, path, line, document_index, ordinal) AS rank
-  FROM trajectories) AS r WHERE r.ordinal = trajectories.ordinal;
+UPDATE trajectories SET
+    training_eligible = (sft_eligible AND role = 'training' AND split <> 'protected_evaluation'),
+    duplicate_group_size = g.size, duplicate_outcomes_disagree = g.outcomes_disagree, task_rank = r.rank
+  FROM duplicate_groups AS g, (
+    SELECT ordinal, row_number() OVER (
+      PARTITION BY task_key, coalesce(environment, ''), coalesce(environment_version, '')
+      ORDER BY quality_tier DESC,
+        CASE status WHEN 'success' THEN 0 WHEN 'unknown' THEN 1 ELSE 2 END,
+        coalesce(action_observation_completeness, 0) DESC, steps ASC, path, line, document_index, ordinal) AS rank
+    FROM trajectories) AS r
+  WHERE g.interaction_digest = trajectories.interaction_digest AND r.ordinal = trajectories.ordinal;
 CREATE TABLE tasks (task_key TEXT PRIMARY KEY, split TEXT NOT NULL, attempts INTEGER NOT NULL,
   success INTEGER NOT NULL, failure INTEGER NOT NULL, unknown INTEGER NOT NULL,
   sources INTEGER NOT NULL, environments INTEGER NOT NULL, task_id TEXT, environment TEXT);
