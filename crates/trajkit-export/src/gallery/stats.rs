@@ -192,7 +192,6 @@ pub fn stable_hash(bytes: &[u8]) -> u64 {
 struct Candidate {
     empty: bool,
     hash: u64,
-    id: String,
     seq: u64,
     row: Box<Row>,
 }
@@ -207,7 +206,7 @@ impl Eq for Candidate {}
 
 impl Ord for Candidate {
     fn cmp(&self, other: &Self) -> Ordering {
-        (self.empty, self.hash, &self.id).cmp(&(other.empty, other.hash, &other.id))
+        (self.empty, self.hash, &self.row.id).cmp(&(other.empty, other.hash, &other.row.id))
     }
 }
 
@@ -221,7 +220,6 @@ impl PartialOrd for Candidate {
 /// record is redacted, so that placeholders are numbered as they always were).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pick {
-    pub id: String,
     pub class: Class,
     pub seq: u64,
     pub row: Box<Row>,
@@ -253,13 +251,13 @@ impl Sampler {
         let (empty, hash) = (row.steps == 0, stable_hash(row.id.as_bytes()));
         if heap.len() >= self.k {
             // Full: the row replaces the worst candidate only when it ranks before it.
-            let worse = |w: &Candidate| (empty, hash, row.id.as_str()) >= (w.empty, w.hash, w.id.as_str());
+            let worse = |w: &Candidate| (empty, hash, row.id.as_str()) >= (w.empty, w.hash, w.row.id.as_str());
             if heap.peek().is_none_or(worse) {
                 return;
             }
             heap.pop();
         }
-        heap.push(Candidate { empty, hash, id: row.id.clone(), seq, row: Box::new(row.clone()) });
+        heap.push(Candidate { empty, hash, seq, row: Box::new(row.clone()) });
     }
 
     /// The examples of each source in display order (successes, failures, unknown; each
@@ -275,7 +273,7 @@ impl Sampler {
                 let picks = [(s, ns, Class::Success), (f, nf, Class::Failure), (u, nu, Class::Unknown)]
                     .into_iter()
                     .flat_map(|(v, n, class)| {
-                        v.into_iter().take(n).map(move |c| Pick { id: c.id, class, seq: c.seq, row: c.row })
+                        v.into_iter().take(n).map(move |c| Pick { class, seq: c.seq, row: c.row })
                     })
                     .collect();
                 (source, picks)
@@ -389,11 +387,9 @@ mod tests {
             order.for_each(|r| s.add(r));
             s.choose()
         };
-        // What was chosen (ids, classes, rows); `seq` is each pick's place in the order read.
-        let chosen = |picks: &BTreeMap<String, Vec<Pick>>| -> Vec<(String, String, Class, Row)> {
-            let all = picks
-                .iter()
-                .flat_map(|(s, v)| v.iter().map(move |p| (s.clone(), p.id.clone(), p.class, *p.row.clone())));
+        // What was chosen (classes and rows); `seq` is each pick's place in the order read.
+        let chosen = |picks: &BTreeMap<String, Vec<Pick>>| -> Vec<(String, Class, Row)> {
+            let all = picks.iter().flat_map(|(s, v)| v.iter().map(move |p| (s.clone(), p.class, *p.row.clone())));
             all.collect()
         };
         let forward = choose(&mut rows.iter());
@@ -401,8 +397,7 @@ mod tests {
         assert_eq!(chosen(&forward), chosen(&backward));
         for picks in forward.values() {
             for p in picks {
-                assert_eq!(p.row.id, p.id);
-                assert_eq!(rows[p.seq as usize].id, p.id, "seq is the place in the order read");
+                assert_eq!(rows[p.seq as usize], *p.row, "seq is the place in the order read");
             }
         }
         for picks in forward.values() {
@@ -411,7 +406,7 @@ mod tests {
                 [Class::Success, Class::Success, Class::Failure, Class::Failure]
             );
             for p in picks {
-                let r = rows.iter().find(|r| r.id == p.id).expect("picked row");
+                let r = rows.iter().find(|r| r.id == p.row.id).expect("picked row");
                 assert_ne!(r.steps, 0, "{} has no steps but rows with steps were left", r.id);
             }
         }
