@@ -123,6 +123,7 @@ fn write_partial(
     let mut sink = PartialSink {
         entries: BufWriter::with_capacity(1 << 20, entries),
         entries_path: entries_path.clone(),
+        line: Vec::new(),
         shards: ShardWriter::new(&dir.join("canonical"), opts.shard_bytes, opts.threads)?,
         source: 0,
         file_numbers: &file_numbers,
@@ -179,6 +180,8 @@ fn write_partial(
 struct PartialSink<'a> {
     entries: BufWriter<File>,
     entries_path: PathBuf,
+    /// The entry being written (compact JSON, then one `write_all`).
+    line: Vec<u8>,
     shards: ShardWriter,
     source: usize,
     file_numbers: &'a HashMap<String, u64>,
@@ -221,9 +224,11 @@ impl PartialSink<'_> {
 
     fn write(&mut self, entry: &Entry) -> Result<(), LibraryError> {
         let path = &self.entries_path;
-        serde_json::to_writer(&mut self.entries, entry)
+        self.line.clear();
+        trajkit_model::compact::to_writer(&mut self.line, entry)
             .map_err(|e| LibraryError::Invalid { path: path.clone(), message: e.to_string() })?;
-        self.entries.write_all(b"\n").map_err(LibraryError::io(path))
+        self.line.push(b'\n');
+        self.entries.write_all(&self.line).map_err(LibraryError::io(path))
     }
 
     /// The content sketch to write with this record: on the first record of each interaction
