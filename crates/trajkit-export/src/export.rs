@@ -254,7 +254,10 @@ fn encode(
 
 /// One JSON Lines line.
 pub fn line(v: &Value) -> Vec<u8> {
-    let mut bytes = serde_json::to_vec(v).unwrap_or_default();
+    let mut bytes = Vec::with_capacity(1024);
+    if trajkit_model::compact::to_writer(&mut bytes, v).is_err() {
+        bytes.clear();
+    }
     bytes.push(b'\n');
     bytes
 }

@@ -265,7 +265,7 @@ fn insert(conn: &Connection, msg: Msg) -> rusqlite::Result<()> {
 }
 
 fn json<T: serde::Serialize>(v: &T) -> String {
-    serde_json::to_string(v).unwrap_or_default()
+    trajkit_model::compact::to_string(v).unwrap_or_default()
 }
 
 fn insert_trajectory(

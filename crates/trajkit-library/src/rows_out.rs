@@ -94,7 +94,7 @@ pub fn write_rows(conn: &Connection, index: &Path, out: &Path) -> Result<u64, Li
     while let Some(r) = rows.next().map_err(sql)? {
         let row = row_from_sql(r).map_err(sql)?;
         line.clear();
-        serde_json::to_writer(&mut line, &row)
+        trajkit_model::compact::to_writer(&mut line, &row)
             .map_err(|e| LibraryError::Invalid { path: out.to_path_buf(), message: e.to_string() })?;
         line.push(b'\n');
         gz.write_all(&line).map_err(LibraryError::io(out))?;
