@@ -215,6 +215,11 @@ pub fn batch(schema: &SchemaRef, rows: &[Value]) -> Result<RecordBatch, String> 
     RecordBatch::try_new(schema.clone(), columns).map_err(|e| e.to_string())
 }
 
+/// Encoded bytes per row group (the writer holds one row group in memory). Readers pay per
+/// row group and column (a codec, a footer entry): one row group per record made a
+/// 244 MB export of 17,050 rows take 24 user-s to read back instead of 4.
+const ROW_GROUP_BYTES: usize = 64 << 20;
+
 /// One Parquet file being written (to a temporary name until `finish`).
 pub struct ParquetFile {
     writer: ArrowWriter<trajkit_io::AtomicFile>,
@@ -226,7 +231,10 @@ impl ParquetFile {
     pub fn create(target: &Path, schema: SchemaRef) -> Result<ParquetFile, ExportError> {
         let file = trajkit_io::AtomicFile::create(target).map_err(ExportError::io(target))?;
         let level = ZstdLevel::try_new(3).map_err(|e| perr(target, e))?;
-        let props = WriterProperties::builder().set_compression(Compression::ZSTD(level)).build();
+        let props = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(level))
+            .set_max_row_group_bytes(Some(ROW_GROUP_BYTES))
+            .build();
         let mut writer = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|e| perr(target, e))?;
         // Also as a plain key-value pair, where readers that skip ARROW:schema look.
         if let Some(hf) = schema.metadata().get("huggingface") {
@@ -235,15 +243,15 @@ impl ParquetFile {
         Ok(ParquetFile { writer, schema, target: target.to_path_buf() })
     }
 
-    /// Writes rows as one row group (so memory stays bounded by the batch).
+    /// Adds rows to the row group being filled; the writer closes it at `ROW_GROUP_BYTES`
+    /// (or 1,048,576 rows) and at `finish`.
     pub fn write_rows(&mut self, rows: &[Value]) -> Result<(), ExportError> {
         if rows.is_empty() {
             return Ok(());
         }
         let b =
             batch(&self.schema, rows).map_err(|m| ExportError::Parquet { path: self.target.clone(), message: m })?;
-        self.writer.write(&b).map_err(|e| perr(&self.target, e))?;
-        self.writer.flush().map_err(|e| perr(&self.target, e))
+        self.writer.write(&b).map_err(|e| perr(&self.target, e))
     }
 
     /// Adds the card entry as key-value metadata, closes the file and renames it into place.
