@@ -216,8 +216,8 @@ pub fn batch(schema: &SchemaRef, rows: &[Value]) -> Result<RecordBatch, String> 
 }
 
 /// Encoded bytes per row group (the writer holds one row group in memory). Readers pay per
-/// row group and column (a codec, a footer entry): one row group per record made a
-/// 244 MB export of 17,050 rows take 24 user-s to read back instead of 4.
+/// row group and column (a codec, a footer entry): with one row group per record, reading
+/// back a 17,050-row export took `trajkit inspect` 24 user-s instead of 1.6.
 const ROW_GROUP_BYTES: usize = 64 << 20;
 
 /// One Parquet file being written (to a temporary name until `finish`).
