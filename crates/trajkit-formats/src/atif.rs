@@ -162,7 +162,8 @@ impl Reader for AtifReader {
             )]);
         };
         let dir = file_dir(file);
-        let mut v = Validator { root: &file.root, dir: &dir, dir_real: OnceCell::new(), problems: Vec::new() };
+        let mut v =
+            Validator { root: &file.root, dir: &dir, dir_real: input::RealDir::default(), problems: Vec::new() };
         v.trajectory(&map, &At::Root("$"), false);
         if !v.problems.is_empty() {
             return RecordResult::Rejected(v.problems);
@@ -358,7 +359,7 @@ struct Validator<'a> {
     /// Directory that relative paths in the document are resolved against.
     dir: &'a Path,
     /// `dir`'s real path once a reference needed it (handed on to the loader).
-    dir_real: OnceCell<PathBuf>,
+    dir_real: input::RealDir,
     problems: Vec<Problem>,
 }
 
@@ -1000,7 +1001,7 @@ struct DocSource {
     /// Directory on disk that relative references resolve against.
     dir: PathBuf,
     /// `dir`'s real path, once a reference needed it.
-    dir_real: OnceCell<PathBuf>,
+    dir_real: input::RealDir,
     /// SHA-256 of the document's bytes.
     sha: String,
     line: Option<u64>,
@@ -1078,7 +1079,7 @@ impl Loader<'_> {
             return Err(LoadError::Gap(format!("{display}: not an ATIF trajectory")));
         };
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let mut v = Validator { root: self.root, dir: &dir, dir_real: OnceCell::new(), problems: Vec::new() };
+        let mut v = Validator { root: self.root, dir: &dir, dir_real: input::RealDir::default(), problems: Vec::new() };
         v.trajectory(&map, &At::Root("$"), false);
         if !v.problems.is_empty() {
             return Err(LoadError::Invalid(v.problems.into_iter().map(|p| located(&display, p)).collect()));
@@ -1307,7 +1308,7 @@ impl Loader<'_> {
             display: String::new(),
             display_dir: PathBuf::new(),
             dir: PathBuf::new(),
-            dir_real: OnceCell::new(),
+            dir_real: input::RealDir::default(),
             sha: String::new(),
             line: None,
             document_index: None,
@@ -1666,7 +1667,7 @@ impl RefWalk<'_> {
             .map(str::to_string)
             .collect();
         let root_ids = root_ids.unwrap_or(&own_ids);
-        let dir_real = OnceCell::new();
+        let dir_real = input::RealDir::default();
         let steps = m.get("steps").and_then(Value::as_array);
         for step in steps.into_iter().flatten() {
             let results = step.get("observation").and_then(|o| o.get("results")).and_then(Value::as_array);
@@ -1692,7 +1693,7 @@ impl RefWalk<'_> {
     }
 
     /// Follows `reference`, written in a document of `dir` (with its real path once known).
-    fn file(&mut self, from: &Path, (dir, dir_real): (&Path, &OnceCell<PathBuf>), reference: &str, depth: usize) {
+    fn file(&mut self, from: &Path, (dir, dir_real): (&Path, &input::RealDir), reference: &str, depth: usize) {
         if depth >= MAX_FILE_DEPTH {
             return;
         }

@@ -121,6 +121,30 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>, errors: &mut Vec<FormatError>) {
     }
 }
 
+/// Real (canonical) paths of many files, each directory resolved once: `canonicalize`
+/// costs a `readlink` per path component, and planning a corpus of small files asked it
+/// twice per file on one thread.
+#[derive(Debug, Default)]
+pub struct RealPaths {
+    dirs: std::collections::HashMap<PathBuf, Option<PathBuf>>,
+}
+
+impl RealPaths {
+    /// What `canonicalize` and `metadata` (which follow links) give for `path`, or `None`
+    /// when either fails. A file that is not itself a link is its directory's real path
+    /// joined with its name, with one `lstat` instead of a `readlink` per component.
+    pub fn resolve(&mut self, path: &Path) -> Option<(PathBuf, std::fs::Metadata)> {
+        let meta = std::fs::symlink_metadata(path).ok()?;
+        let name = path.file_name().filter(|_| !meta.file_type().is_symlink());
+        let Some(name) = name else {
+            return Some((path.canonicalize().ok()?, std::fs::metadata(path).ok()?));
+        };
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let dir = self.dirs.entry(parent.to_path_buf()).or_insert_with(|| parent.canonicalize().ok());
+        Some((dir.as_ref()?.join(name), meta))
+    }
+}
+
 /// Opens a file (or stdin) and decompresses by extension, buffered.
 pub fn open(file: &InputFile) -> Result<Box<dyn BufRead + Send>, FormatError> {
     open_sized(file).map(|(reader, _)| reader)
@@ -189,16 +213,27 @@ pub fn read_all(file: &InputFile) -> Result<Vec<u8>, FormatError> {
 /// Resolves `reference` (a path written inside data) against `base_dir`, refusing any
 /// result outside `root`. Returns the path on disk.
 pub fn resolve_inside(root: &Path, base_dir: &Path, reference: &str) -> Result<PathBuf, FormatError> {
-    resolve_inside_of(root, base_dir, &std::cell::OnceCell::new(), reference)
+    resolve_inside_of(root, base_dir, &RealDir::default(), reference)
 }
 
-/// [`resolve_inside`] for a caller that resolves several references against one directory:
-/// `real_dir` keeps the directory's real path after the first (each `canonicalize` costs a
-/// `readlink` per path component).
+/// A directory's real path, resolved on first use and kept for every reference below it
+/// (`canonicalize` costs a `readlink` per path component).
+#[derive(Debug, Default, Clone)]
+pub struct RealDir(std::cell::OnceCell<Option<PathBuf>>);
+
+impl RealDir {
+    /// The real path of `dir`, or `None` when it cannot be resolved.
+    fn of(&self, dir: &Path) -> Option<&Path> {
+        self.0.get_or_init(|| dir.canonicalize().ok()).as_deref()
+    }
+}
+
+/// [`resolve_inside`] for a caller that resolves several references against one directory,
+/// whose real path `real_dir` keeps after the first.
 pub fn resolve_inside_of(
     root: &Path,
     base_dir: &Path,
-    real_dir: &std::cell::OnceCell<PathBuf>,
+    real_dir: &RealDir,
     reference: &str,
 ) -> Result<PathBuf, FormatError> {
     let rel = Path::new(reference);
@@ -210,17 +245,25 @@ pub fn resolve_inside_of(
     if rel.is_absolute() {
         return Err(escapes());
     }
-    // Normalize lexically first so a missing target still gets the escape check.
-    let mut joined =
-        real_dir.get_or_init(|| base_dir.canonicalize().unwrap_or_else(|_| base_dir.to_path_buf())).clone();
+    // Normalize lexically first so a missing target still gets the escape check. The
+    // leading `known` components stay a prefix of the real directory, so real themselves.
+    let real_base = real_dir.of(base_dir);
+    let mut joined = real_base.unwrap_or(base_dir).to_path_buf();
+    let mut depth = joined.components().count();
+    let mut known = if real_base.is_some() { depth } else { 0 };
     for comp in rel.components() {
         match comp {
             std::path::Component::ParentDir => {
                 if !joined.pop() {
                     return Err(escapes());
                 }
+                depth -= 1;
+                known = known.min(depth);
             }
-            std::path::Component::Normal(c) => joined.push(c),
+            std::path::Component::Normal(c) => {
+                joined.push(c);
+                depth += 1;
+            }
             std::path::Component::CurDir => {}
             _ => return Err(escapes()),
         }
@@ -229,7 +272,7 @@ pub fn resolve_inside_of(
         return Err(escapes());
     }
     // Symlinks may still point out: check the real path when the file exists.
-    if let Ok(real) = joined.canonicalize() {
+    if let Some(real) = real_beyond(&joined, known) {
         if !real.starts_with(root) {
             return Err(escapes());
         }
@@ -238,9 +281,109 @@ pub fn resolve_inside_of(
     Ok(joined)
 }
 
+/// What `canonicalize` gives for `path` (`None` where it fails) when its first `known`
+/// components are already a real path: an `lstat` of each further prefix, and
+/// `canonicalize` itself from the first link on.
+fn real_beyond(path: &Path, known: usize) -> Option<PathBuf> {
+    if known == 0 {
+        return path.canonicalize().ok();
+    }
+    let mut prefix = PathBuf::new();
+    for (i, c) in path.components().enumerate() {
+        prefix.push(c);
+        if i >= known && std::fs::symlink_metadata(&prefix).ok()?.file_type().is_symlink() {
+            return path.canonicalize().ok();
+        }
+    }
+    Some(path.to_path_buf())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Synthetic (no real fixture holds links): references through links inside and out of
+    /// the root, `..`, a missing file and a file used as a directory resolve as joining
+    /// them to the real directory and canonicalizing the result does.
+    #[test]
+    fn references_resolve_as_canonicalize_does() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let d = dir.path().canonicalize().expect("real temp dir");
+        let root = d.join("root");
+        std::fs::create_dir_all(root.join("run/sub")).expect("dirs");
+        std::fs::create_dir_all(d.join("outside")).expect("outside");
+        std::fs::write(root.join("run/sub/a.json"), b"{}").expect("file");
+        std::fs::write(d.join("outside/secret.json"), b"{}").expect("file");
+        std::os::unix::fs::symlink(root.join("run/sub"), root.join("run/inlink")).expect("link in");
+        std::os::unix::fs::symlink(d.join("outside"), root.join("run/outlink")).expect("link out");
+        std::os::unix::fs::symlink(root.join("run/sub/a.json"), root.join("run/alink.json")).expect("file link");
+        let oracle = |reference: &str| -> Result<PathBuf, String> {
+            let mut joined = root.join("run");
+            for c in Path::new(reference).components() {
+                match c {
+                    std::path::Component::ParentDir => _ = joined.pop(),
+                    std::path::Component::Normal(n) => joined.push(n),
+                    _ => {}
+                }
+            }
+            if !joined.starts_with(&root) {
+                return Err("escapes".into());
+            }
+            match joined.canonicalize() {
+                Ok(real) if !real.starts_with(&root) => Err("escapes".into()),
+                Ok(real) => Ok(real),
+                Err(_) => Ok(joined),
+            }
+        };
+        let real_dir = RealDir::default();
+        for reference in [
+            "sub/a.json",
+            "./sub/a.json",
+            "inlink/a.json",
+            "alink.json",
+            "outlink/secret.json",
+            "sub/../sub/a.json",
+            "inlink/../sub/a.json",
+            "../run/sub/a.json",
+            "../../outside/secret.json",
+            "sub/missing.json",
+            "sub/a.json/x.json",
+        ] {
+            let got =
+                resolve_inside_of(&root, &root.join("run"), &real_dir, reference).map_err(|_| "escapes".to_string());
+            assert_eq!(got, oracle(reference), "{reference}");
+        }
+    }
+
+    /// Synthetic (no real fixture holds links): real paths through a linked file, a
+    /// linked directory, `..` and a bare name equal `canonicalize`'s.
+    #[test]
+    fn real_paths_equal_canonicalize() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let d = dir.path();
+        std::fs::create_dir_all(d.join("a/b")).expect("dirs");
+        std::fs::write(d.join("a/b/x.json"), b"{}").expect("file");
+        std::os::unix::fs::symlink(d.join("a/b/x.json"), d.join("a/link.json")).expect("file link");
+        std::os::unix::fs::symlink(d.join("a/b"), d.join("dirlink")).expect("dir link");
+        let paths = [
+            d.join("a/b/x.json"),
+            d.join("a/link.json"),
+            d.join("dirlink/x.json"),
+            d.join("a/b/../b/x.json"),
+            d.join("a/b/missing.json"),
+            d.join("a/b"),
+        ];
+        let mut real = RealPaths::default();
+        for p in &paths {
+            let got = real.resolve(p);
+            let want = p.canonicalize().ok().zip(std::fs::metadata(p).ok());
+            assert_eq!(got.as_ref().map(|g| &g.0), want.as_ref().map(|w| &w.0), "{}", p.display());
+            assert_eq!(got.map(|g| g.1.len()), want.map(|w| w.1.len()), "{}", p.display());
+        }
+        // A bare name is in the working directory (the package's, under cargo test).
+        let bare = Path::new("Cargo.toml");
+        assert_eq!(real.resolve(bare).map(|r| r.0), bare.canonicalize().ok());
+    }
 
     fn input(path: &Path) -> InputFile {
         InputFile { fs_path: path.to_path_buf(), display: path.display().to_string(), root: PathBuf::new() }

@@ -8,6 +8,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use trajkit_formats::input::RealPaths;
 use trajkit_formats::{InputFile, Options};
 
 use crate::build::BuildOptions;
@@ -99,14 +100,17 @@ fn plan_files(registry: &Registry, inputs: &[PathBuf]) -> Result<(Vec<PlannedFil
     let mut seen = HashSet::new();
     let mut warnings = Vec::new();
     let mut plan = Vec::new();
+    let mut real_paths = RealPaths::default();
     for file in files {
-        let canonical = file.fs_path.canonicalize().unwrap_or_else(|_| file.fs_path.clone());
+        let (canonical, bytes) = match real_paths.resolve(&file.fs_path) {
+            Some((real, meta)) => (real, meta.len()),
+            None => (file.fs_path.clone(), std::fs::metadata(&file.fs_path).map_or(0, |m| m.len())),
+        };
         if !seen.insert(canonical.clone()) {
             continue;
         }
         match registry.source_of(&canonical) {
             Some(source) => {
-                let bytes = std::fs::metadata(&file.fs_path).map(|m| m.len()).unwrap_or(0);
                 // Provenance, index and gallery name the file relative to its source's base.
                 let display = registry.sources[source].base.relative(&file.fs_path).display().to_string();
                 plan.push(PlannedFile { path: file.fs_path, root: file.root, display, source, bytes });

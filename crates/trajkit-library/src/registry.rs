@@ -223,10 +223,10 @@ impl Registry {
         Registry { sources, file: None }
     }
 
-    /// The first source covering `path`.
-    pub fn source_of(&self, path: &Path) -> Option<usize> {
-        let abs = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
-        self.sources.iter().position(|s| s.covers(&abs))
+    /// The first source covering `real`, a path already canonical (or as given when it
+    /// cannot be resolved).
+    pub fn source_of(&self, real: &Path) -> Option<usize> {
+        self.sources.iter().position(|s| s.covers(real))
     }
 }
 
