@@ -93,6 +93,10 @@ impl Reader for AtifReader {
         "atif"
     }
 
+    fn max_confidence(&self) -> u8 {
+        DECISIVE
+    }
+
     fn detect(&self, peek: &Peek) -> Option<Detection> {
         if let Some(Value::Object(m)) = peek.first_line {
             let layout =
@@ -233,6 +237,9 @@ fn references(file: &InputFile, layout: Layout, bytes: &[u8], parsed: Option<&Va
     walk.out
 }
 
+/// The claim of a parsed top-level ATIF version: above any other family's.
+const DECISIVE: u8 = 97;
+
 fn classify(m: &Map<String, Value>, layout: Layout) -> Option<Detection> {
     let has_body = m.contains_key("agent") && m.contains_key("steps");
     let version = m.get("schema_version").and_then(Value::as_str);
@@ -241,7 +248,7 @@ fn classify(m: &Map<String, Value>, layout: Layout) -> Option<Detection> {
         // byte-level signals of other families that nested content can trip (trace keys in
         // `extra`, tool names).
         Some(v) if has_body && v.starts_with("ATIF-v") => Some(Detection {
-            confidence: 97,
+            confidence: DECISIVE,
             reason: format!("JSON object with schema_version {v}, agent and steps"),
             layout,
         }),

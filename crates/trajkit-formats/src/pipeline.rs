@@ -580,9 +580,24 @@ fn skeleton_peek(bytes: &[u8]) -> Option<SkeletonPeek> {
     Some(SkeletonPeek { bytes: sk, first_line, more: more && one_line })
 }
 
-/// The highest claim on a peek.
+/// The highest claim on a peek (the last reader in registry order among equal claims).
+/// Readers are asked from the highest `max_confidence` down, and no longer once a claim
+/// exceeds what the rest could claim: an ATIF file is not scanned by every other detector.
 fn best(peek: &Peek) -> Option<(&'static dyn Reader, Detection)> {
-    registry::all().iter().filter_map(|r| r.detect(peek).map(|d| (*r, d))).max_by_key(|(_, d)| d.confidence)
+    let mut claims = Vec::new();
+    let mut floor = 0;
+    for &i in registry::by_max_confidence() {
+        let reader = registry::all()[i];
+        if reader.max_confidence() < floor {
+            break;
+        }
+        if let Some(d) = reader.detect(peek) {
+            debug_assert!(d.confidence <= reader.max_confidence(), "{} claims above its bound", reader.name());
+            floor = floor.max(d.confidence);
+            claims.push((i, reader, d));
+        }
+    }
+    claims.into_iter().max_by_key(|(i, _, d)| (d.confidence, *i)).map(|(_, r, d)| (r, d))
 }
 
 /// Parses the first non-blank line when it is complete within the peek; also tells
@@ -1236,6 +1251,33 @@ fn apply(plan: &mut Plan, state: &mut FileState, rec: &OwnedRecord, p: Processed
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every real fixture gets the same claim whether detection stops at a decisive claim or
+    /// asks every reader, and no reader claims above its `max_confidence`.
+    #[test]
+    fn pruned_detection_equals_asking_every_reader() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/real");
+        let (files, errors) = crate::discover(&[root]);
+        assert!(errors.is_empty() && files.len() > 100, "{} fixture files", files.len());
+        let mut decisive = 0;
+        for f in &files {
+            let (mut reader, _) = input::open_sized(f).expect("fixture opens");
+            let mut peek = Vec::new();
+            let _ = (&mut reader).take(PEEK_BYTES as u64).read_to_end(&mut peek);
+            let name = input::logical_name(&f.fs_path);
+            let (line, multi) = first_line(&peek);
+            let view = Peek::new(&peek, &name, line.as_ref(), multi);
+            let every: Vec<_> = registry::all().iter().filter_map(|r| r.detect(&view).map(|d| (*r, d))).collect();
+            for (r, d) in &every {
+                assert!(d.confidence <= r.max_confidence(), "{} claims {} on {}", r.name(), d.confidence, f.display);
+            }
+            let want = every.into_iter().max_by_key(|(_, d)| d.confidence).map(|(r, d)| (r.name(), d));
+            let got = best(&view).map(|(r, d)| (r.name(), d));
+            decisive += usize::from(got.as_ref().is_some_and(|(_, d)| d.confidence == 97));
+            assert_eq!(got, want, "{}", f.display);
+        }
+        assert!(decisive > 10, "{decisive} files claimed decisively");
+    }
 
     /// A reader with a bug (synthetic): it panics on every record.
     struct Panics;

@@ -178,6 +178,13 @@ pub trait Reader: Send + Sync {
     /// Claims a file from its first bytes, or declines.
     fn detect(&self, peek: &Peek) -> Option<Detection>;
 
+    /// The highest confidence `detect` ever claims. Detection stops asking readers once a
+    /// claim exceeds what every reader left could claim (a parsed ATIF version marker, 97,
+    /// outranks every other family's 95 at most), so each bound must hold.
+    fn max_confidence(&self) -> u8 {
+        95
+    }
+
     /// Files that this file's records consume (subagents, continuations, side files).
     /// Called before reading so those files are reported as `part_of` and not read twice.
     fn referenced_files(&self, _file: &InputFile, _layout: Layout) -> Vec<PathBuf> {

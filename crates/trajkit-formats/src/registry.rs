@@ -74,6 +74,16 @@ pub fn all() -> &'static [&'static dyn Reader] {
     ALL
 }
 
+/// Indexes into [`all`], highest `max_confidence` first (registry order among equals).
+pub fn by_max_confidence() -> &'static [usize] {
+    static ORDER: std::sync::OnceLock<Vec<usize>> = std::sync::OnceLock::new();
+    ORDER.get_or_init(|| {
+        let mut order: Vec<usize> = (0..ALL.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(ALL[i].max_confidence()));
+        order
+    })
+}
+
 /// The reader for a family name (`--format`).
 pub fn by_name(name: &str) -> Option<&'static dyn Reader> {
     ALL.iter().copied().find(|r| r.name() == name)

@@ -62,6 +62,10 @@ impl Reader for MappingReader {
         self.format
     }
 
+    fn max_confidence(&self) -> u8 {
+        100
+    }
+
     /// A mapping is always forced, never detected: it claims whatever it is applied to.
     fn detect(&self, peek: &Peek) -> Option<Detection> {
         let layout = match self.spec.layout {
