@@ -17,7 +17,7 @@ use trajkit_model::{
 };
 
 use crate::input::InputFile;
-use crate::json::{content_text, idx, into_extra, take, take_f64, take_nonempty_str, take_str};
+use crate::json::{content_text, idx, into_extra, take, take_f64, take_list, take_nonempty_str, take_str};
 use crate::json::{is_array_document, record_object};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{Problem, Reason};
@@ -67,7 +67,7 @@ impl Reader for OpenAiMessagesReader {
     }
 
     fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
-        result(read_openai(raw, file))
+        RecordResult::from_result(read_openai(raw, file))
     }
 }
 
@@ -96,25 +96,7 @@ impl Reader for ShareGptReader {
     }
 
     fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
-        result(read_sharegpt(raw, file))
-    }
-}
-
-fn result(r: Result<Trajectory, Problem>) -> RecordResult {
-    match r {
-        Ok(t) => RecordResult::Accepted { trajectory: Box::new(t), rollout_key: None, consumed: Vec::new() },
-        Err(p) => RecordResult::Rejected(vec![p]),
-    }
-}
-
-/// Removes the list under `key`; missing, `null` or another type is a schema violation.
-fn take_list(row: &mut Map<String, Value>, key: &str) -> Result<Vec<Value>, Problem> {
-    match row.remove(key) {
-        Some(Value::Array(items)) => Ok(items),
-        None | Some(Value::Null) => {
-            Err(Problem::new(Reason::SchemaViolation, format!("$.{key}"), format!("{key} is missing")))
-        }
-        Some(_) => Err(Problem::new(Reason::SchemaViolation, format!("$.{key}"), format!("{key} must be a list"))),
+        RecordResult::from_result(read_sharegpt(raw, file))
     }
 }
 

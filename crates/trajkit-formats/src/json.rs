@@ -16,6 +16,18 @@ pub fn take(map: &mut Map<String, Value>, key: &str) -> Option<Value> {
     }
 }
 
+/// Removes the list under `key` of a record's top-level object; missing, `null` or another
+/// type is a schema violation at `$.key`.
+pub fn take_list(map: &mut Map<String, Value>, key: &str) -> Result<Vec<Value>, Problem> {
+    match map.remove(key) {
+        Some(Value::Array(items)) => Ok(items),
+        None | Some(Value::Null) => {
+            Err(Problem::new(Reason::SchemaViolation, format!("$.{key}"), format!("{key} is missing")))
+        }
+        Some(_) => Err(Problem::new(Reason::SchemaViolation, format!("$.{key}"), format!("{key} must be a list"))),
+    }
+}
+
 /// Removes `key` when it is a string.
 pub fn take_str(map: &mut Map<String, Value>, key: &str) -> Option<String> {
     match map.get(key) {

@@ -56,13 +56,7 @@ impl Reader for NebiusReader {
 /// Maps one nebius row.
 fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     let mut row = record_object(raw.bytes)?;
-    let turns = match row.remove("trajectory") {
-        Some(Value::Array(t)) => t,
-        None | Some(Value::Null) => {
-            return Err(Problem::new(Reason::SchemaViolation, "$.trajectory", "trajectory is missing"))
-        }
-        Some(_) => return Err(Problem::new(Reason::SchemaViolation, "$.trajectory", "trajectory must be a list")),
-    };
+    let turns = crate::json::take_list(&mut row, "trajectory")?;
     let mut steps = Vec::with_capacity(turns.len());
     for (i, t) in turns.into_iter().enumerate() {
         let step = turn_step(t, &idx("$.trajectory", i), &steps)?;

@@ -14,7 +14,7 @@ use crate::input::InputFile;
 use crate::json::{idx, into_extra, take};
 use crate::json::{is_array_document, record_object};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
-use crate::rejection::{Problem, Reason};
+use crate::rejection::Problem;
 use crate::swe::{bool_outcome, chat_step, standard_gaps, swe_task, task_id};
 
 /// Family name.
@@ -56,13 +56,7 @@ impl Reader for SweGymReader {
 /// Maps one SWE-Gym record.
 fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     let mut row = record_object(raw.bytes)?;
-    let messages = match row.remove("messages") {
-        Some(Value::Array(m)) => m,
-        None | Some(Value::Null) => {
-            return Err(Problem::new(Reason::SchemaViolation, "$.messages", "messages is missing"))
-        }
-        Some(_) => return Err(Problem::new(Reason::SchemaViolation, "$.messages", "messages must be a list")),
-    };
+    let messages = crate::json::take_list(&mut row, "messages")?;
     let mut steps = Vec::with_capacity(messages.len());
     for (i, m) in messages.into_iter().enumerate() {
         let step = chat_step(m, &idx("$.messages", i), &steps, false)?;
