@@ -5,14 +5,18 @@
 # script (bench/peer_orjson.py); `inspect` of the Gym input for reference. Each job is run
 # RUNS times (default 1), trajkit and its peer interleaved; medians of wall and CPU (user +
 # system) seconds, and the ratio peer / trajkit (above 1: trajkit is faster).
+# With SCOUT (Inspect Scout's `scout` command), also `build` of ATIF_DIR against Scout's import
+# of it into a transcript database (`scout import atif`), the issue's third peer.
 # Usage: bench/peers.sh ATIF_DIR GYM_INPUT...   (TRAJKIT=target/release/trajkit, THREADS=2,
 # PYTHON=python3: the interpreter with orjson and, for the validator row, Harbor. Harbor 0.26
 # declares Python >= 3.12, but its trajectory models import on 3.11:
-#   pip install --ignore-requires-python --no-deps harbor==0.26.0 && pip install pydantic orjson)
+#   pip install --ignore-requires-python --no-deps harbor==0.26.0 && pip install pydantic orjson
+# SCOUT: a venv's bin/scout after `pip install inspect-scout==0.6.1` and Harbor as above.)
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 ATIF_DIR GYM_INPUT..." >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
 trajkit=${TRAJKIT:-target/release/trajkit} threads=${THREADS:-2} runs=${RUNS:-1} python=${PYTHON:-python3}
+scout=${SCOUT:-}
 atif=$1
 shift
 gym=("$@")
@@ -50,6 +54,11 @@ for _ in $(seq "$runs"); do
   timed tk_convert "$trajkit" convert "${gym[@]}" --threads "$threads" -o "$out/out.jsonl.zst"
   timed peer_convert "$python" "$here/peer_orjson.py" "$out/out.jsonl.gz" "${gym[@]}"
   timed tk_inspect "$trajkit" inspect "${gym[@]}" --threads "$threads"
+  if [ -n "$scout" ]; then
+    timed tk_build "$trajkit" build "$atif" --threads "$threads" -o "$out/lib" --quiet
+    timed peer_build "$scout" import atif -P path="$atif" -T "$out/scout" --overwrite
+    rm -rf "$out/lib" "$out/scout"
+  fi
 done
 
 printf 'load average at end: %s; %s run(s) each; --threads %s\n\n' "$(cut -d' ' -f1-3 /proc/loadavg)" "$runs" "$threads"
@@ -67,3 +76,5 @@ peer_v="Harbor validator loop"
 row "validate ATIF" "$(mib "$atif")" tk_validate "$peer_v" peer_validate
 row "convert Gym to .jsonl.zst" "$(mib "${gym[@]}")" tk_convert "orjson script to .jsonl.gz" peer_convert
 row "inspect Gym" "$(mib "${gym[@]}")" tk_inspect "-" none
+[ -n "$scout" ] && row "build ATIF" "$(mib "$atif")" tk_build "Inspect Scout import" peer_build
+true
