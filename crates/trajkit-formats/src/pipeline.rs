@@ -366,8 +366,9 @@ pub fn consumption_edges(files: &[InputFile], opts: &Options) -> Result<Vec<(usi
     if refs.is_empty() {
         return Ok(Vec::new());
     }
+    let mut real_paths = input::RealPaths::default();
     let by_path: HashMap<PathBuf, usize> =
-        files.iter().enumerate().filter_map(|(i, f)| f.fs_path.canonicalize().ok().map(|p| (p, i))).collect();
+        files.iter().enumerate().filter_map(|(i, f)| Some((real_paths.resolve(&f.fs_path)?.0, i))).collect();
     let mut edges = Vec::new();
     for (i, targets) in refs {
         edges.extend(targets.iter().filter_map(|t| by_path.get(t)).filter(|&&j| j != i).map(|&j| (i, j)));
@@ -659,8 +660,9 @@ fn mark_consumed(plans: &mut [Plan]) {
     if consumer.is_empty() {
         return;
     }
+    let mut real_paths = input::RealPaths::default();
     for p in plans.iter_mut() {
-        let Ok(real) = p.file.fs_path.canonicalize() else {
+        let Some((real, _)) = real_paths.resolve(&p.file.fs_path) else {
             continue;
         };
         if let Some((by, family)) = consumer.get(&real) {
