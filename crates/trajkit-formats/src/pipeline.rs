@@ -1261,6 +1261,7 @@ mod tests {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/real");
         let (files, errors) = crate::discover(&[root]);
         assert!(errors.is_empty() && files.len() > 100, "{} fixture files", files.len());
+        let atif = registry::by_name("atif").expect("atif reader").max_confidence();
         let mut decisive = 0;
         for f in &files {
             let (mut reader, _) = input::open_sized(f).expect("fixture opens");
@@ -1275,7 +1276,7 @@ mod tests {
             }
             let want = every.into_iter().max_by_key(|(_, d)| d.confidence).map(|(r, d)| (r.name(), d));
             let got = best(&view).map(|(r, d)| (r.name(), d));
-            decisive += usize::from(got.as_ref().is_some_and(|(_, d)| d.confidence == 97));
+            decisive += usize::from(got.as_ref().is_some_and(|(_, d)| d.confidence == atif));
             assert_eq!(got, want, "{}", f.display);
         }
         assert!(decisive > 10, "{decisive} files claimed decisively");
