@@ -17,6 +17,7 @@ pub mod gemini_cli;
 pub mod gym;
 pub mod harbor_traces;
 pub mod harbor_trial;
+mod identity;
 pub mod input;
 pub mod inspect;
 pub mod json;

@@ -2,7 +2,7 @@
 //! parallel batches, with per-file checks applied in file order so that output order
 //! never depends on the thread count.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::io::{BufRead, Read, Seek};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -10,10 +10,10 @@ use std::sync::Arc;
 use crossbeam_channel::bounded;
 use memmap2::{Mmap, MmapOptions};
 use rayon::prelude::*;
-use sha2::{Digest, Sha256};
 use trajkit_model::Trajectory;
 
 use crate::error::FormatError;
+use crate::identity::{FileIdentities, Identity, Seen};
 use crate::input::{self, InputFile};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult, PEEK_BYTES};
 use crate::registry;
@@ -188,6 +188,8 @@ struct OwnedRecord {
     /// The record's bytes: `range` of the batch's buffer, or of its window `map`.
     range: std::ops::Range<usize>,
     map: Option<u32>,
+    /// Where the bytes start in the file, when they are a range of a mapped plain file.
+    at: Option<u64>,
     line: Option<u64>,
     document_index: Option<u64>,
     /// Set when the producer could not make the record's bytes (a Parquet row with a value
@@ -198,7 +200,7 @@ struct OwnedRecord {
 impl OwnedRecord {
     /// Record `index` of a document file, at `range` of the batch's buffer.
     fn document(file: usize, range: std::ops::Range<usize>, index: u64) -> Self {
-        OwnedRecord { file, range, map: None, line: None, document_index: Some(index), problem: None }
+        OwnedRecord { file, range, map: None, at: None, line: None, document_index: Some(index), problem: None }
     }
 }
 
@@ -307,7 +309,7 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
         }
     });
 
-    let mut states: HashMap<usize, FileState> = HashMap::new();
+    let mut states: HashMap<usize, FileIdentities> = HashMap::new();
     'batches: for (mut batch, processed) in done_rx {
         for (item, p) in batch.items.drain(..).zip(processed) {
             match (item, p) {
@@ -811,8 +813,15 @@ impl Producer {
                     Err(p) => Some(p),
                 };
                 let range = at..self.batch.buf.len();
-                let rec =
-                    OwnedRecord { file: idx, range, map: None, line: None, document_index: Some(emitted), problem };
+                let rec = OwnedRecord {
+                    file: idx,
+                    range,
+                    map: None,
+                    at: None,
+                    line: None,
+                    document_index: Some(emitted),
+                    problem,
+                };
                 emitted += 1;
                 self.batch.items.push(Item::Record(rec));
                 stopped = self.send_if_full().is_err();
@@ -862,13 +871,13 @@ impl Producer {
             let mut pos = base;
             for nl in memchr::memchr_iter(b'\n', &map[base..]) {
                 line_no += 1;
-                self.mapped_record(idx, &map, pos..base + nl, line_no).map_err(|_| String::new())?;
+                self.mapped_record(idx, &map, start, pos..base + nl, line_no).map_err(|_| String::new())?;
                 pos = base + nl + 1;
             }
             if at_end {
                 if pos < map.len() {
                     line_no += 1;
-                    self.mapped_record(idx, &map, pos..map.len(), line_no).map_err(|_| String::new())?;
+                    self.mapped_record(idx, &map, start, pos..map.len(), line_no).map_err(|_| String::new())?;
                 }
                 return Ok(());
             }
@@ -885,12 +894,13 @@ impl Producer {
         self.lines(idx, file, &mut reader, line_no)
     }
 
-    /// Adds line `line` at `range` of `map` unless it is blank (as `record` does for the
-    /// buffer); sends the batch when it is full.
+    /// Adds line `line` at `range` of `map` (the window at `window` of the file) unless it
+    /// is blank (as `record` does for the buffer); sends the batch when it is full.
     fn mapped_record(
         &mut self,
         idx: usize,
         map: &Arc<Mmap>,
+        window: u64,
         mut range: std::ops::Range<usize>,
         line: u64,
     ) -> Result<(), Stopped> {
@@ -906,8 +916,16 @@ impl Producer {
         }
         let slot = self.batch.map_slot(map);
         self.batch.mapped += range.len();
-        let rec =
-            OwnedRecord { file: idx, range, map: Some(slot), line: Some(line), document_index: None, problem: None };
+        let at = Some(window + range.start as u64);
+        let rec = OwnedRecord {
+            file: idx,
+            range,
+            map: Some(slot),
+            at,
+            line: Some(line),
+            document_index: None,
+            problem: None,
+        };
         self.batch.items.push(Item::Record(rec));
         self.send_if_full()
     }
@@ -995,6 +1013,7 @@ impl Producer {
             file: idx,
             range,
             map: None,
+            at: None,
             line: Some(line),
             document_index: None,
             problem: None,
@@ -1009,6 +1028,7 @@ impl Producer {
             file: idx,
             range: at..at,
             map: None,
+            at: None,
             line,
             document_index,
             problem,
@@ -1032,7 +1052,8 @@ impl Producer {
                 Err(e) => return Err(format!("{}#{}: {}", file.display, index, e)),
             };
             let range = start..self.batch.buf.len();
-            let rec = OwnedRecord { file: idx, range, map: None, line: None, document_index: Some(index), problem };
+            let rec =
+                OwnedRecord { file: idx, range, map: None, at: None, line: None, document_index: Some(index), problem };
             self.batch.items.push(Item::Record(rec));
             self.send_if_full().map_err(|_| String::new())?;
         }
@@ -1091,9 +1112,8 @@ fn skip_line(reader: &mut dyn BufRead) -> std::io::Result<bool> {
 
 /// A record after the parallel stage.
 struct Processed {
-    /// SHA-256 of the source bytes; `None` for a file's only record whose trajectory does
-    /// not leave the worker, where nothing reads it (see `process`).
-    sha: Option<[u8; 32]>,
+    /// How the record is told apart from its file's other records (see `process`).
+    identity: Identity,
     outcome: Result<Accepted, Vec<Problem>>,
 }
 
@@ -1115,8 +1135,7 @@ struct Work<'a> {
 }
 
 /// Stands in for the source digest of a record nobody reads it from: the trajectory is
-/// dropped in the worker, no outcome is joined by a task id made from it, and no other
-/// record of the file is compared with it.
+/// dropped in the worker and no outcome is joined by a task id made from it.
 const UNHASHED: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 /// Reads one record (from `parsed` when the planner already parsed its bytes) and does
@@ -1131,13 +1150,22 @@ fn process(
     parsed: Option<serde_json::Value>,
     only: bool,
 ) -> Processed {
-    // SHA-256 of the source was 15 % of `validate`'s CPU on small ATIF files.
-    let unread = only && !canonical && !keep && analyze.is_none() && outcomes.is_none();
-    let sha: Option<[u8; 32]> = (!unread).then(|| Sha256::digest(bytes).into());
     if let Some(problem) = &rec.problem {
-        return Processed { sha, outcome: Err(vec![problem.clone()]) };
+        return Processed { identity: Identity::Only, outcome: Err(vec![problem.clone()]) };
     }
-    let sha_hex = sha.map_or_else(|| UNHASHED.to_string(), |s| trajkit_model::canonical::hex(&s));
+    // SHA-256 of the source was 15 % of `validate`'s CPU on small ATIF files and 17 % of
+    // `inspect`'s on Gym lines: where only the per-file checks read it, a record is known
+    // by its place in the file and a fast hash instead (`crate::identity`).
+    let unread = !canonical && !keep && analyze.is_none() && outcomes.is_none();
+    let identity = match (unread, only, rec.at) {
+        (true, true, _) => Identity::Only,
+        (true, false, Some(offset)) => Identity::at(bytes, offset),
+        _ => Identity::sha(bytes),
+    };
+    let sha_hex = match identity {
+        Identity::Sha(sha) => trajkit_model::canonical::hex(&sha),
+        _ => UNHASHED.to_string(),
+    };
     let raw = RawRecord { bytes, sha256: &sha_hex, line: rec.line, document_index: rec.document_index };
     // A reader bug must never make a record vanish (or end the run looking successful):
     // a panic becomes a rejection of that record, named as an internal error.
@@ -1179,7 +1207,7 @@ fn process(
             format!("the {} reader failed on this record: {what}", reader.name()),
         )])
     });
-    Processed { sha, outcome }
+    Processed { identity, outcome }
 }
 
 /// What leaves the worker for an accepted record.
@@ -1212,14 +1240,7 @@ fn seal_and_serialize(
     Ok(Some(out))
 }
 
-/// Per-file memory of what was accepted: identical repeats and conflicting rollouts.
-#[derive(Default)]
-struct FileState {
-    seen: HashSet<[u8; 32]>,
-    rollouts: HashMap<String, [u8; 32]>,
-}
-
-fn apply(plan: &mut Plan, state: &mut FileState, rec: &OwnedRecord, p: Processed, sink: &mut dyn Sink) {
+fn apply(plan: &mut Plan, state: &mut FileIdentities, rec: &OwnedRecord, p: Processed, sink: &mut dyn Sink) {
     plan.report.records += 1;
     let reject = |plan: &mut Plan, sink: &mut dyn Sink, problems: Vec<Problem>| {
         let reason = problems.first().map(|p| p.reason).unwrap_or(Reason::SchemaViolation);
@@ -1236,23 +1257,21 @@ fn apply(plan: &mut Plan, state: &mut FileState, rec: &OwnedRecord, p: Processed
     match p.outcome {
         Err(problems) => reject(plan, sink, problems),
         Ok(acc) => {
-            if let Some(sha) = p.sha {
-                if state.seen.contains(&sha) {
+            match state.check(&plan.file.fs_path, p.identity, acc.rollout_key.as_deref()) {
+                Seen::New => {}
+                Seen::Repeat => {
                     plan.report.duplicate_records += 1;
                     return;
                 }
-                if let Some(key) = &acc.rollout_key {
-                    if let Some(first) = state.rollouts.get(key) {
-                        let msg = format!(
-                            "rollout {key} was already recorded with different content (sha256 {})",
-                            &trajkit_model::canonical::hex(first)[..16]
-                        );
-                        reject(plan, sink, vec![Problem::new(Reason::ConflictingRollout, "$", msg)]);
-                        return;
-                    }
-                    state.rollouts.insert(key.clone(), sha);
+                Seen::Conflict(first) => {
+                    let first = first.map_or("unknown: the file changed while it was read".into(), |sha| {
+                        trajkit_model::canonical::hex(&sha)[..16].to_string()
+                    });
+                    let key = acc.rollout_key.unwrap_or_default();
+                    let msg = format!("rollout {key} was already recorded with different content (sha256 {first})");
+                    reject(plan, sink, vec![Problem::new(Reason::ConflictingRollout, "$", msg)]);
+                    return;
                 }
-                state.seen.insert(sha);
             }
             plan.report.add_trajectory(&acc.counts);
             match acc.analysis {
@@ -1323,6 +1342,44 @@ mod tests {
         assert_eq!(unhashed.0, hashed.0);
     }
 
+    /// Synthetic: a line longer than a mapped window sends the rest of the file down the
+    /// read path; a repeat of a mapped line after it, and a conflicting rollout, are still
+    /// found when records are known by place (`inspect`) as when they are hashed.
+    #[test]
+    fn repeats_are_found_across_the_switch_from_mapped_to_read_lines() {
+        let dir = std::env::temp_dir().join(format!("trajkit-switch-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let row = |input: &str, reward: u8| {
+            format!(
+                r#"{{"responses_create_params":{{"input":"{input}"}},"response":{{"output":[]}},"reward":{reward},"_ng_task_index":3,"_ng_rollout_index":0}}"#
+            )
+        };
+        let long =
+            row(&"x".repeat(MAP_WINDOW as usize + 1000), 1).replace("\"_ng_task_index\":3", "\"_ng_task_index\":4");
+        let lines = [row("hi", 1), long, row("hi", 1), row("hi", 0)];
+        std::fs::write(dir.join("x_rollouts.jsonl"), lines.join("\n") + "\n").unwrap();
+        let (files, _) = crate::discover(std::slice::from_ref(&dir));
+        #[derive(Default)]
+        struct Seen(Vec<(Option<u64>, Vec<Problem>)>);
+        impl Sink for Seen {
+            fn trajectory(&mut self, _: &InputFile, _: Option<&Trajectory>, _: Option<&[u8]>) {}
+            fn rejection(&mut self, r: &Rejection) {
+                self.0.push((r.line, r.problems.clone()));
+            }
+        }
+        let run = |opts: &Options| {
+            let mut sink = Seen::default();
+            let reports = read_inputs(files.clone(), opts, &mut sink).expect("read");
+            (reports, sink.0)
+        };
+        let (located, hashed) = (run(&Options::default()), run(&Options { records: true, ..Options::default() }));
+        std::fs::remove_dir_all(&dir).unwrap();
+        let r = &located.0[0];
+        assert_eq!((r.records, r.trajectories, r.duplicate_records, r.rejected), (4, 2, 1, 1), "{r:?}");
+        assert_eq!(located.1[0].0, Some(4));
+        assert_eq!(located, hashed);
+    }
+
     /// A reader with a bug (synthetic): it panics on every record.
     struct Panics;
     impl Reader for Panics {
@@ -1340,7 +1397,15 @@ mod tests {
     #[test]
     fn a_reader_panic_is_a_rejection_not_a_lost_record() {
         let file = InputFile { fs_path: "x.jsonl".into(), display: "x.jsonl".into(), root: PathBuf::new() };
-        let rec = OwnedRecord { file: 0, range: 0..2, map: None, line: Some(7), document_index: None, problem: None };
+        let rec = OwnedRecord {
+            file: 0,
+            range: 0..2,
+            map: None,
+            at: None,
+            line: Some(7),
+            document_index: None,
+            problem: None,
+        };
         let p = process(
             &Panics,
             b"{}",

@@ -220,6 +220,19 @@ fn token_ids_and_logprobs_are_step_metrics() {
     assert!(m.extra.contains_key("generation_log_probs"));
 }
 
+/// Reads `path` keeping its records (each known by SHA-256) and as `inspect` does (known
+/// by place and a fast hash, settled by the bytes): the figures and rejections, message
+/// included, must be the same.
+fn read_both_ways(path: &std::path::Path) -> common::Collected {
+    let kept = common::read(&[path.to_path_buf()]);
+    let located = common::read_with(&[path.to_path_buf()], trajkit_formats::pipeline::Options::default());
+    assert_eq!(kept.reports, located.reports);
+    let messages =
+        |c: &common::Collected| c.rejections.iter().map(|r| (r.line, r.problems.clone())).collect::<Vec<_>>();
+    assert_eq!(messages(&kept), messages(&located));
+    kept
+}
+
 mod synthetic {
     //! Rules that no real file shows: written here by hand, small on purpose.
     use super::common::read;
@@ -241,7 +254,7 @@ mod synthetic {
     #[test]
     fn a_different_line_with_the_same_rollout_indices_conflicts() {
         let (_d, p) = file(&[A, A, B]);
-        let c = read(&[p]);
+        let c = super::read_both_ways(&p);
         let r = &c.reports[0];
         assert_eq!((r.records, r.trajectories, r.duplicate_records, r.rejected), (3, 1, 1, 1));
         assert_eq!(c.rejections[0].reason.as_str(), "conflicting_rollout");
@@ -331,7 +344,7 @@ mod rollout_identity {
         let mut row: serde_json::Value = serde_json::from_str(&first).expect("json");
         row["reward"] = serde_json::json!(0.5);
         let (_d, p) = file(&[first, row.to_string()]);
-        let c = read(&[p]);
+        let c = super::read_both_ways(&p);
         let r = &c.reports[0];
         assert_eq!((r.records, r.trajectories, r.rejected), (2, 1, 1));
         assert_eq!(c.rejections[0].reason.as_str(), "conflicting_rollout");
