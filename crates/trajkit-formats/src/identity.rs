@@ -4,6 +4,7 @@
 //! bytes lie in a plain file, by a fast hash and its place in the file: equal hashes are
 //! then settled by reading both records again and comparing their bytes.
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -11,6 +12,10 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 use twox_hash::XxHash3_64;
+
+/// Different records that may share a hash and length before a file is compared by
+/// SHA-256 instead.
+const SHARED_HASHES: usize = 8;
 
 /// How a record is told apart from the other records of its file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,8 +57,10 @@ pub(crate) struct FileIdentities {
     shas: HashSet<[u8; 32]>,
     /// Located records by (hash, length): the offset of the first with that content.
     located: HashMap<(u64, u64), u64>,
-    /// Further located records whose hash and length equal another's, content not.
-    collided: Vec<(u64, u64, u64)>,
+    /// Further located records whose hash and length equal another's, content not: at
+    /// most `SHARED_HASHES` per hash, beyond which the file is compared by SHA-256 (a file
+    /// made to collide costs hashing, never a quadratic number of reads).
+    collided: HashMap<(u64, u64), Vec<u64>>,
     rollouts: HashMap<String, Identity>,
     file: Option<File>,
 }
@@ -85,7 +92,7 @@ impl FileIdentities {
             }
             self.rollouts.insert(key.to_string(), id);
         }
-        self.remember(id);
+        self.remember(path, id);
         Seen::New
     }
 
@@ -97,8 +104,8 @@ impl FileIdentities {
                     .located
                     .get(&(hash, len))
                     .into_iter()
+                    .chain(self.collided.get(&(hash, len)).into_iter().flatten())
                     .copied()
-                    .chain(self.collided.iter().filter(|c| (c.0, c.1) == (hash, len)).map(|c| c.2))
                     .collect();
                 if earlier.is_empty() {
                     return false;
@@ -110,16 +117,25 @@ impl FileIdentities {
         }
     }
 
-    fn remember(&mut self, id: Identity) {
+    fn remember(&mut self, path: &Path, id: Identity) {
         match id {
             Identity::Sha(sha) => {
                 self.shas.insert(sha);
             }
             Identity::At { hash, offset, len } => {
-                if let Some(first) = self.located.insert((hash, len), offset) {
-                    // Keep the first in the map; a later one with other content goes aside.
-                    self.located.insert((hash, len), first);
-                    self.collided.push((hash, len, offset));
+                let key = (hash, len);
+                if let Entry::Vacant(first) = self.located.entry(key) {
+                    first.insert(offset);
+                    return;
+                }
+                let shared = self.collided.entry(key).or_default();
+                if shared.len() < SHARED_HASHES {
+                    shared.push(offset);
+                    return;
+                }
+                self.all_to_sha(path);
+                if let Some(sha) = self.sha_of(path, id) {
+                    self.shas.insert(sha);
                 }
             }
             Identity::Only => {}
@@ -141,7 +157,7 @@ impl FileIdentities {
             .located
             .drain()
             .map(|((_, len), at)| (at, len))
-            .chain(self.collided.drain(..).map(|(_, len, at)| (at, len)))
+            .chain(self.collided.drain().flat_map(|((_, len), ats)| ats.into_iter().map(move |at| (at, len))))
             .collect();
         for (at, len) in located {
             if let Some(sha) = self.sha_of(path, Identity::At { hash: 0, offset: at, len }) {
@@ -209,5 +225,31 @@ mod tests {
         let same = |i: usize| Identity::At { hash: 7, offset: offsets[i], len: lines[i].len() as u64 };
         assert_eq!(run(&same), want);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Synthetic: more different records sharing one hash than `SHARED_HASHES` turn the
+    /// file over to SHA-256, and repeats of any of them are still found.
+    #[test]
+    fn a_file_made_to_collide_is_compared_by_sha() {
+        let dir = std::env::temp_dir().join(format!("trajkit-collide-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f.jsonl");
+        let distinct: Vec<String> = (0..SHARED_HASHES + 5).map(|i| format!("{{\"n\":{:03}}}", i)).collect();
+        let lines: Vec<&String> = distinct.iter().chain(distinct.iter().rev()).collect();
+        let mut file = Vec::new();
+        let mut ids = Vec::new();
+        for l in &lines {
+            ids.push(Identity::At { hash: 1, offset: file.len() as u64, len: l.len() as u64 });
+            file.extend_from_slice(l.as_bytes());
+            file.push(b'\n');
+        }
+        std::fs::write(&path, &file).unwrap();
+        let mut idents = FileIdentities::default();
+        let seen: Vec<Seen> = ids.iter().map(|id| idents.check(&path, *id, None)).collect();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let n = distinct.len();
+        assert!(seen[..n].iter().all(|s| *s == Seen::New), "{seen:?}");
+        assert!(seen[n..].iter().all(|s| *s == Seen::Repeat), "{seen:?}");
+        assert!(idents.located.is_empty() && idents.shas.len() == n);
     }
 }
