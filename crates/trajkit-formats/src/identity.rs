@@ -7,15 +7,19 @@
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
-use std::path::Path;
+use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 use twox_hash::XxHash3_64;
 
-/// Different records that may share a hash and length before a file is compared by
-/// SHA-256 instead.
+/// Different records that may share one hash and length before their file is compared by
+/// SHA-256 instead (a file made to collide then costs hashing, never a growing number of
+/// reads per record).
 const SHARED_HASHES: usize = 8;
+
+/// Bytes read at a time when records are read again (memory stays bounded whatever their
+/// size).
+const CHUNK: usize = 64 << 10;
 
 /// How a record is told apart from the other records of its file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,7 +51,7 @@ pub(crate) enum Seen {
     /// Byte-identical to an accepted record.
     Repeat,
     /// Its rollout key was accepted before with other content: that record's SHA-256
-    /// (`None` when it could not be read again: the file changed while it was read).
+    /// (`None` when it could not be read again).
     Conflict(Option<[u8; 32]>),
 }
 
@@ -57,67 +61,62 @@ pub(crate) struct FileIdentities {
     shas: HashSet<[u8; 32]>,
     /// Located records by (hash, length): the offset of the first with that content.
     located: HashMap<(u64, u64), u64>,
-    /// Further located records whose hash and length equal another's, content not: at
-    /// most `SHARED_HASHES` per hash, beyond which the file is compared by SHA-256 (a file
-    /// made to collide costs hashing, never a quadratic number of reads).
+    /// Further located records whose hash and length equal another's, content not (fewer
+    /// than `SHARED_HASHES` per hash).
     collided: HashMap<(u64, u64), Vec<u64>>,
     rollouts: HashMap<String, Identity>,
-    file: Option<File>,
+    /// The file as the producer opened it: located records are read again from it (never
+    /// from its path, which may name another file by then).
+    file: Option<Arc<File>>,
 }
 
 impl FileIdentities {
-    /// Checks the record `id` of the file at `path` (with its rollout key) against the
-    /// records accepted before it, and remembers it when it is accepted (`Seen::New`).
-    pub(crate) fn check(&mut self, path: &Path, id: Identity, rollout: Option<&str>) -> Seen {
+    /// The file that located records are read again from.
+    pub(crate) fn set_file(&mut self, file: Arc<File>) {
+        self.file = Some(file);
+    }
+
+    /// Checks the record `id` (with its rollout key) against the records of the file
+    /// accepted before it, and remembers it when it is accepted (`Seen::New`).
+    pub(crate) fn check(&mut self, id: Identity, rollout: Option<&str>) -> Seen {
         let id = match id {
             Identity::Only => return Seen::New,
-            // A file whose records are known both ways (mapped lines, then read ones after
-            // a line longer than a window) is compared by SHA-256 from then on.
+            // A record known by its hash after located ones (no producer makes such a file
+            // today): the file is compared by SHA-256 from then on.
             Identity::Sha(_) if !self.located.is_empty() => {
-                self.all_to_sha(path);
+                self.all_to_sha();
                 id
             }
-            Identity::At { offset, len, .. } if !self.shas.is_empty() => match self.reread(path, offset, len) {
-                Some(bytes) => Identity::sha(&bytes),
-                None => id,
-            },
+            // Once the file is compared by SHA-256 (see `remember`), so is every record.
+            Identity::At { .. } if !self.shas.is_empty() => self.sha_of(id).map_or(id, Identity::Sha),
             _ => id,
         };
-        if self.is_repeat(path, id) {
+        if self.is_repeat(id) {
             return Seen::Repeat;
         }
         if let Some(key) = rollout {
             if let Some(first) = self.rollouts.get(key).copied() {
-                return Seen::Conflict(self.sha_of(path, first));
+                return Seen::Conflict(self.sha_of(first));
             }
             self.rollouts.insert(key.to_string(), id);
         }
-        self.remember(path, id);
+        self.remember(id);
         Seen::New
     }
 
-    fn is_repeat(&mut self, path: &Path, id: Identity) -> bool {
+    fn is_repeat(&self, id: Identity) -> bool {
         match id {
             Identity::Sha(sha) => self.shas.contains(&sha),
             Identity::At { hash, offset, len } => {
-                let earlier: Vec<u64> = self
-                    .located
-                    .get(&(hash, len))
-                    .into_iter()
-                    .chain(self.collided.get(&(hash, len)).into_iter().flatten())
-                    .copied()
-                    .collect();
-                if earlier.is_empty() {
-                    return false;
-                }
-                let Some(this) = self.reread(path, offset, len) else { return false };
-                earlier.into_iter().any(|at| self.reread(path, at, len).is_some_and(|b| b == this))
+                let first = self.located.get(&(hash, len));
+                let others = self.collided.get(&(hash, len)).into_iter().flatten();
+                first.into_iter().chain(others).any(|&at| self.same_bytes(at, offset, len))
             }
             Identity::Only => false,
         }
     }
 
-    fn remember(&mut self, path: &Path, id: Identity) {
+    fn remember(&mut self, id: Identity) {
         match id {
             Identity::Sha(sha) => {
                 self.shas.insert(sha);
@@ -129,12 +128,12 @@ impl FileIdentities {
                     return;
                 }
                 let shared = self.collided.entry(key).or_default();
-                if shared.len() < SHARED_HASHES {
+                if shared.len() + 1 < SHARED_HASHES {
                     shared.push(offset);
                     return;
                 }
-                self.all_to_sha(path);
-                if let Some(sha) = self.sha_of(path, id) {
+                self.all_to_sha();
+                if let Some(sha) = self.sha_of(id) {
                     self.shas.insert(sha);
                 }
             }
@@ -143,49 +142,83 @@ impl FileIdentities {
     }
 
     /// The SHA-256 of an accepted record.
-    fn sha_of(&mut self, path: &Path, id: Identity) -> Option<[u8; 32]> {
+    fn sha_of(&self, id: Identity) -> Option<[u8; 32]> {
         match id {
             Identity::Sha(sha) => Some(sha),
-            Identity::At { offset, len, .. } => self.reread(path, offset, len).map(|b| Sha256::digest(&b).into()),
+            Identity::At { offset, len, .. } => {
+                let mut hasher = Sha256::new();
+                self.read_chunks(offset, len, |chunk| hasher.update(chunk))?;
+                Some(hasher.finalize().into())
+            }
             Identity::Only => None,
         }
     }
 
     /// Replaces every located identity by the SHA-256 of the bytes it names.
-    fn all_to_sha(&mut self, path: &Path) {
+    fn all_to_sha(&mut self) {
         let located: Vec<(u64, u64)> = self
             .located
             .drain()
             .map(|((_, len), at)| (at, len))
             .chain(self.collided.drain().flat_map(|((_, len), ats)| ats.into_iter().map(move |at| (at, len))))
             .collect();
-        for (at, len) in located {
-            if let Some(sha) = self.sha_of(path, Identity::At { hash: 0, offset: at, len }) {
+        for (offset, len) in located {
+            if let Some(sha) = self.sha_of(Identity::At { hash: 0, offset, len }) {
                 self.shas.insert(sha);
             }
         }
-        let keys: Vec<String> = self.rollouts.keys().cloned().collect();
-        for key in keys {
-            if let Some(id @ Identity::At { .. }) = self.rollouts.get(&key).copied() {
-                if let Some(sha) = self.sha_of(path, id) {
-                    self.rollouts.insert(key, Identity::Sha(sha));
-                }
+        let rollouts: Vec<(String, Identity)> = self.rollouts.iter().map(|(k, v)| (k.clone(), *v)).collect();
+        for (key, id) in rollouts {
+            if let (Identity::At { .. }, Some(sha)) = (id, self.sha_of(id)) {
+                self.rollouts.insert(key, Identity::Sha(sha));
             }
         }
     }
 
-    /// The `len` bytes at `offset` of the file, read again (`None` when they cannot be:
-    /// the file was truncated or removed while it was read).
-    fn reread(&mut self, path: &Path, offset: u64, len: u64) -> Option<Vec<u8>> {
-        if self.file.is_none() {
-            self.file = File::open(path).ok();
+    /// True when the `len` bytes at offsets `a` and `b` of the file are the same (false when
+    /// they cannot be read).
+    fn same_bytes(&self, a: u64, b: u64, len: u64) -> bool {
+        let Some(file) = self.file.as_deref() else { return false };
+        let (mut x, mut y) = (vec![0u8; CHUNK], vec![0u8; CHUNK]);
+        let mut done = 0u64;
+        while done < len {
+            let n = (len - done).min(CHUNK as u64) as usize;
+            let read = read_at(file, &mut x[..n], a + done).and_then(|_| read_at(file, &mut y[..n], b + done));
+            if read.is_err() || x[..n] != y[..n] {
+                return false;
+            }
+            done += n as u64;
         }
-        let file = self.file.as_mut()?;
-        file.seek(SeekFrom::Start(offset)).ok()?;
-        let mut bytes = vec![0; usize::try_from(len).ok()?];
-        file.read_exact(&mut bytes).ok()?;
-        Some(bytes)
+        true
     }
+
+    /// Hands the `len` bytes at `offset` of the file to `f`, a chunk at a time (`None`
+    /// when they cannot be read: the file was truncated while it was read).
+    fn read_chunks(&self, offset: u64, len: u64, mut f: impl FnMut(&[u8])) -> Option<()> {
+        let file = self.file.as_deref()?;
+        let mut buf = vec![0u8; CHUNK];
+        let mut done = 0u64;
+        while done < len {
+            let n = (len - done).min(CHUNK as u64) as usize;
+            read_at(file, &mut buf[..n], offset + done).ok()?;
+            f(&buf[..n]);
+            done += n as u64;
+        }
+        Some(())
+    }
+}
+
+/// Fills `buf` from `offset` of `file` without moving its position (the producer may still
+/// be reading it).
+#[cfg(unix)]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+}
+
+/// Elsewhere no record is known by its place (see `Producer::locate`).
+#[cfg(not(unix))]
+fn read_at(_file: &File, _buf: &mut [u8], _offset: u64) -> std::io::Result<()> {
+    Err(std::io::Error::new(std::io::ErrorKind::Unsupported, "positioned reads"))
 }
 
 #[cfg(test)]
@@ -210,9 +243,11 @@ mod tests {
             file.push(b'\n');
         }
         std::fs::write(&path, &file).unwrap();
+        let handle = Arc::new(File::open(&path).unwrap());
         let run = |kind: &dyn Fn(usize) -> Identity| {
             let mut ids = FileIdentities::default();
-            (0..lines.len()).map(|i| ids.check(&path, kind(i), keys[i])).collect::<Vec<_>>()
+            ids.set_file(Arc::clone(&handle));
+            (0..lines.len()).map(|i| ids.check(kind(i), keys[i])).collect::<Vec<_>>()
         };
         let by_sha = run(&|i| Identity::sha(lines[i]));
         let first_sha: [u8; 32] = Sha256::digest(lines[0]).into();
@@ -224,6 +259,30 @@ mod tests {
         // Every record given the same hash: only the bytes tell them apart.
         let same = |i: usize| Identity::At { hash: 7, offset: offsets[i], len: lines[i].len() as u64 };
         assert_eq!(run(&same), want);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Synthetic: records are read again from the file as it was opened, not from its path
+    /// (which a writer may have pointed at a new file by then), and a record longer than a
+    /// read chunk is compared and hashed whole.
+    #[test]
+    fn records_are_read_again_from_the_file_opened() {
+        let dir = std::env::temp_dir().join(format!("trajkit-reopen-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f.jsonl");
+        let long = format!("{{\"x\":\"{}\"}}", "y".repeat(CHUNK * 2 + 17));
+        let body = format!("{long}\n{long}\n");
+        std::fs::write(&path, &body).unwrap();
+        let mut ids = FileIdentities::default();
+        ids.set_file(Arc::new(File::open(&path).unwrap()));
+        // The path now names another file (a rotation or an atomic replace).
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(&path, "{}\n").unwrap();
+        let second = (long.len() + 1) as u64;
+        assert_eq!(ids.check(Identity::at(long.as_bytes(), 0), Some("k")), Seen::New);
+        assert_eq!(ids.check(Identity::at(long.as_bytes(), second), Some("k")), Seen::Repeat);
+        let sha: [u8; 32] = Sha256::digest(long.as_bytes()).into();
+        assert_eq!(ids.sha_of(Identity::at(long.as_bytes(), 0)), Some(sha));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -245,7 +304,8 @@ mod tests {
         }
         std::fs::write(&path, &file).unwrap();
         let mut idents = FileIdentities::default();
-        let seen: Vec<Seen> = ids.iter().map(|id| idents.check(&path, *id, None)).collect();
+        idents.set_file(Arc::new(File::open(&path).unwrap()));
+        let seen: Vec<Seen> = ids.iter().map(|id| idents.check(*id, None)).collect();
         std::fs::remove_dir_all(&dir).unwrap();
         let n = distinct.len();
         assert!(seen[..n].iter().all(|s| *s == Seen::New), "{seen:?}");

@@ -133,6 +133,9 @@ struct Batch {
     maps: Vec<Arc<Mmap>>,
     /// Bytes of the records held in `maps`.
     mapped: usize,
+    /// Plain files whose records are known by their place (`OwnedRecord::at`): the file
+    /// as the producer opened it, for the per-file checks to read records again from.
+    handles: Vec<(usize, Arc<std::fs::File>)>,
     items: Vec<Item>,
 }
 
@@ -163,6 +166,7 @@ impl Batch {
         self.buf.clear();
         self.maps.clear();
         self.mapped = 0;
+        self.handles.clear();
         self.items.clear();
     }
 
@@ -188,7 +192,8 @@ struct OwnedRecord {
     /// The record's bytes: `range` of the batch's buffer, or of its window `map`.
     range: std::ops::Range<usize>,
     map: Option<u32>,
-    /// Where the bytes start in the file, when they are a range of a mapped plain file.
+    /// Where the bytes start in the file, when the file is plain and the per-file checks
+    /// can read them again from it (see `Batch::handles`).
     at: Option<u64>,
     line: Option<u64>,
     document_index: Option<u64>,
@@ -311,6 +316,9 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
 
     let mut states: HashMap<usize, FileIdentities> = HashMap::new();
     'batches: for (mut batch, processed) in done_rx {
+        for (idx, handle) in batch.handles.drain(..) {
+            states.entry(idx).or_default().set_file(handle);
+        }
         for (item, p) in batch.items.drain(..).zip(processed) {
             match (item, p) {
                 (Item::Record(rec) | Item::Early(rec), Some(p)) => {
@@ -778,7 +786,7 @@ impl Producer {
             }
             return self.send_if_full().map_err(|_| String::new());
         }
-        self.lines(idx, file, &mut reader, 0)
+        self.lines(idx, file, &mut reader, 0, None)
     }
 
     /// Asks an expanding reader for the records of the document at `start..` of the batch
@@ -855,6 +863,7 @@ impl Producer {
         let io = |e: std::io::Error| format!("{}: {}", file.display, e);
         let mut f = std::fs::File::open(&file.fs_path).map_err(io)?;
         let len = f.metadata().map_err(io)?.len();
+        let located = self.locate(idx, &f);
         let (mut next, mut line_no) = (0u64, 0u64);
         while next < len {
             let start = next - next % MAP_ALIGN;
@@ -871,13 +880,15 @@ impl Producer {
             let mut pos = base;
             for nl in memchr::memchr_iter(b'\n', &map[base..]) {
                 line_no += 1;
-                self.mapped_record(idx, &map, start, pos..base + nl, line_no).map_err(|_| String::new())?;
+                let at = located.then_some(start);
+                self.mapped_record(idx, &map, at, pos..base + nl, line_no).map_err(|_| String::new())?;
                 pos = base + nl + 1;
             }
             if at_end {
                 if pos < map.len() {
                     line_no += 1;
-                    self.mapped_record(idx, &map, start, pos..map.len(), line_no).map_err(|_| String::new())?;
+                    let at = located.then_some(start);
+                    self.mapped_record(idx, &map, at, pos..map.len(), line_no).map_err(|_| String::new())?;
                 }
                 return Ok(());
             }
@@ -891,16 +902,33 @@ impl Producer {
         }
         f.seek(std::io::SeekFrom::Start(next)).map_err(io)?;
         let mut reader = input::decompress(Box::new(f), input::Compression::None).map_err(io)?;
-        self.lines(idx, file, &mut reader, line_no)
+        self.lines(idx, file, &mut reader, line_no, located.then_some(next))
     }
 
-    /// Adds line `line` at `range` of `map` (the window at `window` of the file) unless it
-    /// is blank (as `record` does for the buffer); sends the batch when it is full.
+    /// Hands the per-file checks a handle on the plain file `f` (file `idx`) to read its
+    /// records again from (positioned reads: the producer's own reads are not disturbed);
+    /// false when there is none, and the records are then hashed.
+    fn locate(&mut self, idx: usize, f: &std::fs::File) -> bool {
+        if !cfg!(unix) {
+            return false;
+        }
+        match f.try_clone() {
+            Ok(handle) => {
+                self.batch.handles.push((idx, Arc::new(handle)));
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Adds line `line` at `range` of `map` (the window at file offset `window`, when the
+    /// record is to be known by its place) unless it is blank (as `record` does for the
+    /// buffer); sends the batch when it is full.
     fn mapped_record(
         &mut self,
         idx: usize,
         map: &Arc<Mmap>,
-        window: u64,
+        window: Option<u64>,
         mut range: std::ops::Range<usize>,
         line: u64,
     ) -> Result<(), Stopped> {
@@ -916,7 +944,7 @@ impl Producer {
         }
         let slot = self.batch.map_slot(map);
         self.batch.mapped += range.len();
-        let at = Some(window + range.start as u64);
+        let at = window.map(|w| w + range.start as u64);
         let rec = OwnedRecord {
             file: idx,
             range,
@@ -932,27 +960,35 @@ impl Producer {
 
     /// Reads JSON Lines in large chunks straight into the batch buffer and cuts records at
     /// newlines (no per-line copy); a line cut by the end of a batch moves to the next one.
-    /// `line_no`: lines already read before the reader's position.
+    /// `line_no`: lines already read before the reader's position. `from`: the file offset
+    /// of that position, when the reader reads a plain file whose records are to be known
+    /// by their place.
     fn lines(
         &mut self,
         idx: usize,
         file: &InputFile,
         reader: &mut dyn BufRead,
         mut line_no: u64,
+        from: Option<u64>,
     ) -> Result<(), String> {
         const CHUNK: u64 = 1 << 20;
         let mut line_start = self.batch.buf.len();
+        // The file offset of the next byte read: the buffer's last bytes are those before it.
+        let mut next_at = from.unwrap_or(0);
         loop {
             self.batch.reserve_buf();
             let scan_from = self.batch.buf.len();
             let read = reader.take(CHUNK).read_to_end(&mut self.batch.buf);
+            next_at += (self.batch.buf.len() - scan_from) as u64;
+            let at = |buf_len: usize, start: usize| from.map(|_| next_at - (buf_len - start) as u64);
             // Complete lines are records even when the read then failed (bytes read before
             // an error are kept by read_to_end).
             let newlines: Vec<usize> =
                 memchr::memchr_iter(b'\n', &self.batch.buf[scan_from..]).map(|p| p + scan_from).collect();
             for nl in newlines {
                 line_no += 1;
-                self.record(idx, line_start..nl, line_no);
+                let line_at = at(self.batch.buf.len(), line_start);
+                self.record(idx, line_start..nl, line_no, line_at);
                 line_start = nl + 1;
             }
             let n = match read {
@@ -971,8 +1007,11 @@ impl Producer {
                 line_no += 1;
                 self.too_large(idx, Some(line_no), None);
                 match skip_line(reader) {
-                    Ok(true) => continue,
-                    Ok(false) => return Ok(()),
+                    Ok((true, skipped)) => {
+                        next_at += skipped;
+                        continue;
+                    }
+                    Ok((false, _)) => return Ok(()),
                     Err(e) => {
                         return Err(format!("{}:{}: read failed in line {}: {}", file.display, line_no, line_no, e))
                     }
@@ -982,7 +1021,8 @@ impl Producer {
                 // A last line without a newline.
                 if line_start < end {
                     line_no += 1;
-                    self.record(idx, line_start..end, line_no);
+                    let line_at = at(end, line_start);
+                    self.record(idx, line_start..end, line_no, line_at);
                 }
                 return Ok(());
             }
@@ -996,8 +1036,9 @@ impl Producer {
         }
     }
 
-    /// Adds the line at `range` (without its newline) unless it is blank.
-    fn record(&mut self, idx: usize, mut range: std::ops::Range<usize>, line: u64) {
+    /// Adds the line at `range` (without its newline; at file offset `at`, when known by
+    /// its place) unless it is blank.
+    fn record(&mut self, idx: usize, mut range: std::ops::Range<usize>, line: u64, at: Option<u64>) {
         if range.len() > self.limit {
             self.too_large(idx, Some(line), None);
             return;
@@ -1013,7 +1054,7 @@ impl Producer {
             file: idx,
             range,
             map: None,
-            at: None,
+            at,
             line: Some(line),
             document_index: None,
             problem: None,
@@ -1086,8 +1127,9 @@ fn human_size(bytes: usize) -> String {
 }
 
 /// Consumes the rest of the current line without keeping it: true when a newline ended
-/// it, false at the end of the stream.
-fn skip_line(reader: &mut dyn BufRead) -> std::io::Result<bool> {
+/// it, false at the end of the stream; and the bytes consumed.
+fn skip_line(reader: &mut dyn BufRead) -> std::io::Result<(bool, u64)> {
+    let mut skipped = 0u64;
     loop {
         let buf = match reader.fill_buf() {
             Ok(b) => b,
@@ -1095,16 +1137,17 @@ fn skip_line(reader: &mut dyn BufRead) -> std::io::Result<bool> {
             Err(e) => return Err(e),
         };
         if buf.is_empty() {
-            return Ok(false);
+            return Ok((false, skipped));
         }
         match memchr::memchr(b'\n', buf) {
             Some(i) => {
                 reader.consume(i + 1);
-                return Ok(true);
+                return Ok((true, skipped + i as u64 + 1));
             }
             None => {
                 let n = buf.len();
                 reader.consume(n);
+                skipped += n as u64;
             }
         }
     }
@@ -1257,7 +1300,7 @@ fn apply(plan: &mut Plan, state: &mut FileIdentities, rec: &OwnedRecord, p: Proc
     match p.outcome {
         Err(problems) => reject(plan, sink, problems),
         Ok(acc) => {
-            match state.check(&plan.file.fs_path, p.identity, acc.rollout_key.as_deref()) {
+            match state.check(p.identity, acc.rollout_key.as_deref()) {
                 Seen::New => {}
                 Seen::Repeat => {
                     plan.report.duplicate_records += 1;
@@ -1423,14 +1466,17 @@ mod tests {
     /// A produced record: its line and its bytes, or the reason it was rejected.
     type Produced = (Option<u64>, Result<Vec<u8>, Reason>);
 
-    /// The records that the producer makes of `file`, mapped or read.
+    /// The records that the producer makes of `file`, mapped or read. A mapped file's
+    /// records (and those read on after a line longer than a window) are known by their
+    /// place: their bytes must be the file's at that offset.
     fn produced(file: &InputFile, mapped: bool, limit: usize) -> Vec<Produced> {
+        let text = std::fs::read(&file.fs_path).expect("read the file");
         let (tx, rx) = bounded::<Batch>(1024);
         let (_keep, recycled) = bounded::<Batch>(1);
         let mut p = Producer { tx, recycled, batch: Batch::default(), limit };
         let done = match mapped {
             true => p.mapped_lines(0, file),
-            false => input::open(file).map_err(|e| e.to_string()).and_then(|mut r| p.lines(0, file, &mut r, 0)),
+            false => input::open(file).map_err(|e| e.to_string()).and_then(|mut r| p.lines(0, file, &mut r, 0, None)),
         };
         assert_eq!(done, Ok(()));
         p.flush();
@@ -1439,6 +1485,11 @@ mod tests {
         for batch in rx {
             for item in &batch.items {
                 if let Item::Record(r) = item {
+                    if r.problem.is_none() && mapped && cfg!(unix) {
+                        let at = r.at.expect("a mapped file's record is known by its place") as usize;
+                        let bytes = batch.bytes(r);
+                        assert_eq!(&text[at..at + bytes.len()], bytes, "line {:?} is not at {at}", r.line);
+                    }
                     let got = match &r.problem {
                         Some(problem) => Err(problem.reason),
                         None => Ok(batch.bytes(r).to_vec()),
@@ -1460,6 +1511,9 @@ mod tests {
         }
         text.extend_from_slice(format!("{{\"long\": \"{}\"}}\r\n\n  \n", "y".repeat(300 << 10)).as_bytes());
         text.extend_from_slice(format!("{{\"over\": \"{}\"}}\n", "z".repeat(600 << 10)).as_bytes());
+        // Longer than a read chunk too: skipped unread.
+        text.extend_from_slice(format!("{{\"huge\": \"{}\"}}\n", "w".repeat(5 << 19)).as_bytes());
+        text.extend_from_slice(b"{\"after\": 1}\n");
         text.extend_from_slice(b"{\"last\": true}");
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("x.jsonl");
@@ -1467,10 +1521,12 @@ mod tests {
         let file = InputFile { display: "x.jsonl".into(), fs_path: path, root: dir.path().to_path_buf() };
         let limit = 512 << 10;
         let read = produced(&file, false, limit);
-        assert_eq!(read.len(), 12003);
+        assert_eq!(read.len(), 12005);
         assert_eq!(read[12000].0, Some(12001));
         assert_eq!(read[12001], (Some(12004), Err(Reason::RecordTooLarge)));
-        assert_eq!(read[12002], (Some(12005), Ok(b"{\"last\": true}".to_vec())));
+        assert_eq!(read[12002], (Some(12005), Err(Reason::RecordTooLarge)));
+        assert_eq!(read[12003], (Some(12006), Ok(b"{\"after\": 1}".to_vec())));
+        assert_eq!(read[12004], (Some(12007), Ok(b"{\"last\": true}".to_vec())));
         assert!(produced(&file, true, limit) == read, "mapped records differ from read ones");
     }
 
