@@ -225,25 +225,29 @@ fn read_at(_file: &File, _buf: &mut [u8], _offset: u64) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
+    /// A file of `lines` (each followed by a newline), opened, and each line's offset.
+    fn file_of(lines: &[&[u8]]) -> (tempfile::TempDir, std::path::PathBuf, Arc<File>, Vec<u64>) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("f.jsonl");
+        let (mut text, mut offsets) = (Vec::new(), Vec::new());
+        for l in lines {
+            offsets.push(text.len() as u64);
+            text.extend_from_slice(l);
+            text.push(b'\n');
+        }
+        std::fs::write(&path, &text).expect("write");
+        let handle = Arc::new(File::open(&path).expect("open"));
+        (dir, path, handle, offsets)
+    }
+
     /// Synthetic: repeats and rollout conflicts found from located records equal those
     /// found from SHA-256, including a file that switches from one to the other and two
     /// different records forced to share a hash.
     #[test]
     fn located_identities_decide_as_sha_does() {
-        let dir = std::env::temp_dir().join(format!("trajkit-identity-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("f.jsonl");
         let lines: [&[u8]; 6] = [b"{\"a\":1}", b"{\"b\":2}", b"{\"a\":1}", b"{\"c\":3}", b"{\"b\":2}", b"{\"d\":4}"];
         let keys = [Some("k1"), None, Some("k1"), Some("k1"), None, Some("k2")];
-        let mut file = Vec::new();
-        let mut offsets = Vec::new();
-        for l in lines {
-            offsets.push(file.len() as u64);
-            file.extend_from_slice(l);
-            file.push(b'\n');
-        }
-        std::fs::write(&path, &file).unwrap();
-        let handle = Arc::new(File::open(&path).unwrap());
+        let (_dir, _, handle, offsets) = file_of(&lines);
         let run = |kind: &dyn Fn(usize) -> Identity| {
             let mut ids = FileIdentities::default();
             ids.set_file(Arc::clone(&handle));
@@ -254,12 +258,11 @@ mod tests {
         let want = [Seen::New, Seen::New, Seen::Repeat, Seen::Conflict(Some(first_sha)), Seen::Repeat, Seen::New];
         assert_eq!(by_sha, want);
         assert_eq!(run(&|i| Identity::at(lines[i], offsets[i])), want);
-        // Mapped for the first three records, read (SHA-256) after.
+        // Located for the first three records, hashed after.
         assert_eq!(run(&|i| if i < 3 { Identity::at(lines[i], offsets[i]) } else { Identity::sha(lines[i]) }), want);
         // Every record given the same hash: only the bytes tell them apart.
         let same = |i: usize| Identity::At { hash: 7, offset: offsets[i], len: lines[i].len() as u64 };
         assert_eq!(run(&same), want);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// Synthetic: records are read again from the file as it was opened, not from its path
@@ -267,46 +270,33 @@ mod tests {
     /// read chunk is compared and hashed whole.
     #[test]
     fn records_are_read_again_from_the_file_opened() {
-        let dir = std::env::temp_dir().join(format!("trajkit-reopen-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("f.jsonl");
         let long = format!("{{\"x\":\"{}\"}}", "y".repeat(CHUNK * 2 + 17));
-        let body = format!("{long}\n{long}\n");
-        std::fs::write(&path, &body).unwrap();
+        let (_dir, path, handle, offsets) = file_of(&[long.as_bytes(), long.as_bytes()]);
         let mut ids = FileIdentities::default();
-        ids.set_file(Arc::new(File::open(&path).unwrap()));
+        ids.set_file(handle);
         // The path now names another file (a rotation or an atomic replace).
-        std::fs::remove_file(&path).unwrap();
-        std::fs::write(&path, "{}\n").unwrap();
-        let second = (long.len() + 1) as u64;
-        assert_eq!(ids.check(Identity::at(long.as_bytes(), 0), Some("k")), Seen::New);
-        assert_eq!(ids.check(Identity::at(long.as_bytes(), second), Some("k")), Seen::Repeat);
+        std::fs::remove_file(&path).expect("remove");
+        std::fs::write(&path, "{}\n").expect("write");
+        assert_eq!(ids.check(Identity::at(long.as_bytes(), offsets[0]), Some("k")), Seen::New);
+        assert_eq!(ids.check(Identity::at(long.as_bytes(), offsets[1]), Some("k")), Seen::Repeat);
         let sha: [u8; 32] = Sha256::digest(long.as_bytes()).into();
-        assert_eq!(ids.sha_of(Identity::at(long.as_bytes(), 0)), Some(sha));
-        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(ids.sha_of(Identity::at(long.as_bytes(), offsets[0])), Some(sha));
     }
 
     /// Synthetic: more different records sharing one hash than `SHARED_HASHES` turn the
     /// file over to SHA-256, and repeats of any of them are still found.
     #[test]
     fn a_file_made_to_collide_is_compared_by_sha() {
-        let dir = std::env::temp_dir().join(format!("trajkit-collide-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("f.jsonl");
-        let distinct: Vec<String> = (0..SHARED_HASHES + 5).map(|i| format!("{{\"n\":{:03}}}", i)).collect();
-        let lines: Vec<&String> = distinct.iter().chain(distinct.iter().rev()).collect();
-        let mut file = Vec::new();
-        let mut ids = Vec::new();
-        for l in &lines {
-            ids.push(Identity::At { hash: 1, offset: file.len() as u64, len: l.len() as u64 });
-            file.extend_from_slice(l.as_bytes());
-            file.push(b'\n');
-        }
-        std::fs::write(&path, &file).unwrap();
+        let distinct: Vec<String> = (0..SHARED_HASHES + 5).map(|i| format!("{{\"n\":{i:03}}}")).collect();
+        let lines: Vec<&[u8]> = distinct.iter().chain(distinct.iter().rev()).map(|l| l.as_bytes()).collect();
+        let (_dir, _, handle, offsets) = file_of(&lines);
         let mut idents = FileIdentities::default();
-        idents.set_file(Arc::new(File::open(&path).unwrap()));
-        let seen: Vec<Seen> = ids.iter().map(|id| idents.check(*id, None)).collect();
-        std::fs::remove_dir_all(&dir).unwrap();
+        idents.set_file(handle);
+        let seen: Vec<Seen> = lines
+            .iter()
+            .zip(&offsets)
+            .map(|(l, &offset)| idents.check(Identity::At { hash: 1, offset, len: l.len() as u64 }, None))
+            .collect();
         let n = distinct.len();
         assert!(seen[..n].iter().all(|s| *s == Seen::New), "{seen:?}");
         assert!(seen[n..].iter().all(|s| *s == Seen::Repeat), "{seen:?}");
