@@ -158,17 +158,27 @@ pub fn open_sized(file: &InputFile) -> Result<(Box<dyn BufRead + Send>, Option<u
     if file.is_stdin() {
         return Ok((decompress(Box::new(io::stdin()), Compression::of(&file.fs_path)).map_err(io_err)?, None));
     }
-    let f = File::open(&file.fs_path).map_err(io_err)?;
     let compression = Compression::of(&file.fs_path);
-    let len = match compression {
-        Compression::None => f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len()),
-        _ => None,
-    };
-    let reader: Box<dyn BufRead + Send> = match len {
-        Some(n) => Box::new(BufReader::with_capacity(usize::try_from(n).unwrap_or(BUF).clamp(4096, BUF), f)),
-        None => decompress(Box::new(f), compression).map_err(io_err)?,
-    };
-    Ok((reader, len))
+    if compression == Compression::None {
+        let (f, len) = open_plain(file)?;
+        return Ok((buffered(f, len), len));
+    }
+    let f = File::open(&file.fs_path).map_err(io_err)?;
+    Ok((decompress(Box::new(f), compression).map_err(io_err)?, None))
+}
+
+/// Opens a plain (uncompressed) file, with its length when it is a regular file.
+pub fn open_plain(file: &InputFile) -> Result<(File, Option<u64>), FormatError> {
+    let f = File::open(&file.fs_path).map_err(|e| FormatError::Io { path: file.display.clone(), source: e })?;
+    let len = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
+    Ok((f, len))
+}
+
+/// A plain file buffered for reading: a buffer of its size when it is small (a regular
+/// file of length `len`), else the usual one.
+pub fn buffered(f: File, len: Option<u64>) -> Box<dyn BufRead + Send> {
+    let cap = len.map_or(BUF, |n| usize::try_from(n).unwrap_or(BUF).clamp(4096, BUF));
+    Box::new(BufReader::with_capacity(cap, f))
 }
 
 /// The buffer of a decoding or file reader.

@@ -251,6 +251,13 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
         .map(|(p, &read)| std::sync::Mutex::new(p.early.take().filter(|_| read)))
         .collect();
 
+    let locate = Work {
+        canonical: opts.canonical,
+        keep: opts.records,
+        outcomes: opts.outcomes.as_deref(),
+        analyze: opts.analyze.as_ref(),
+    }
+    .unread();
     let (tx, rx) = bounded::<Batch>(4);
     let (recycle_tx, recycle_rx) = bounded::<Batch>(8);
     let producer_plans: Vec<ProducerJob> = plans
@@ -263,7 +270,7 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
     let stage_jobs: Vec<(Option<&'static dyn Reader>, InputFile)> =
         plans.iter().map(|p| (p.reader, p.file.clone())).collect();
     let producer = std::thread::spawn(move || {
-        let mut out = Producer { tx, recycled: recycle_rx, batch: Batch::default(), limit };
+        let mut out = Producer { tx, recycled: recycle_rx, batch: Batch::default(), limit, locate };
         for (idx, (file, reader, layout, stdin, parquet)) in producer_plans.into_iter().enumerate() {
             let err = match reader {
                 Some(_) if was_read[idx] => out.early(idx).err().map(|_| String::new()),
@@ -696,6 +703,9 @@ struct Producer {
     batch: Batch,
     /// The record size limit, in bytes.
     limit: usize,
+    /// Records of plain files are known by their place (`Work::unread`): the per-file
+    /// checks get a handle on each such file.
+    locate: bool,
 }
 
 /// The consumer has stopped (e.g. `--strict`): stop reading.
@@ -741,8 +751,14 @@ impl Producer {
         if layout == Layout::Lines && stdin.is_none() && plain {
             return self.mapped_lines(idx, file);
         }
+        let mut located = false;
         let (mut reader, len) = match stdin {
             Some(r) => (r, None),
+            None if plain && layout == Layout::Document => {
+                let (f, len) = input::open_plain(file).map_err(|e| e.to_string())?;
+                located = self.locate(idx, &f);
+                (input::buffered(f, len), len)
+            }
             None => input::open_sized(file).map_err(|e| e.to_string())?,
         };
         if layout == Layout::Document {
@@ -781,7 +797,8 @@ impl Producer {
                 vec![whole]
             });
             for (i, r) in ranges.into_iter().enumerate() {
-                let rec = OwnedRecord::document(idx, start + r.start..start + r.end, i as u64);
+                let mut rec = OwnedRecord::document(idx, start + r.start..start + r.end, i as u64);
+                rec.at = located.then_some(r.start as u64);
                 self.batch.items.push(Item::Record(rec));
             }
             return self.send_if_full().map_err(|_| String::new());
@@ -909,7 +926,7 @@ impl Producer {
     /// records again from (positioned reads: the producer's own reads are not disturbed);
     /// false when there is none, and the records are then hashed.
     fn locate(&mut self, idx: usize, f: &std::fs::File) -> bool {
-        if !cfg!(unix) {
+        if !self.locate || !cfg!(unix) {
             return false;
         }
         match f.try_clone() {
@@ -1177,6 +1194,15 @@ struct Work<'a> {
     analyze: Option<&'a Analyzer>,
 }
 
+impl Work<'_> {
+    /// True when nothing but the per-file checks reads a record's source digest: no
+    /// output, no record or analysis leaving the worker, no outcome joined by a task id
+    /// that a reader may have made from the digest.
+    fn unread(&self) -> bool {
+        !self.canonical && !self.keep && self.analyze.is_none() && self.outcomes.is_none()
+    }
+}
+
 /// Stands in for the source digest of a record nobody reads it from: the trajectory is
 /// dropped in the worker and no outcome is joined by a task id made from it.
 const UNHASHED: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -1189,18 +1215,18 @@ fn process(
     bytes: &[u8],
     rec: &OwnedRecord,
     file: &InputFile,
-    Work { canonical, keep, outcomes, analyze }: Work,
+    work: Work,
     parsed: Option<serde_json::Value>,
     only: bool,
 ) -> Processed {
+    let Work { canonical, keep, outcomes, analyze } = work;
     if let Some(problem) = &rec.problem {
         return Processed { identity: Identity::Only, outcome: Err(vec![problem.clone()]) };
     }
     // SHA-256 of the source was 15 % of `validate`'s CPU on small ATIF files and 17 % of
     // `inspect`'s on Gym lines: where only the per-file checks read it, a record is known
     // by its place in the file and a fast hash instead (`crate::identity`).
-    let unread = !canonical && !keep && analyze.is_none() && outcomes.is_none();
-    let identity = match (unread, only, rec.at) {
+    let identity = match (work.unread(), only, rec.at) {
         (true, true, _) => Identity::Only,
         (true, false, Some(offset)) => Identity::at(bytes, offset),
         _ => Identity::sha(bytes),
@@ -1473,7 +1499,7 @@ mod tests {
         let text = std::fs::read(&file.fs_path).expect("read the file");
         let (tx, rx) = bounded::<Batch>(1024);
         let (_keep, recycled) = bounded::<Batch>(1);
-        let mut p = Producer { tx, recycled, batch: Batch::default(), limit };
+        let mut p = Producer { tx, recycled, batch: Batch::default(), limit, locate: true };
         let done = match mapped {
             true => p.mapped_lines(0, file),
             false => input::open(file).map_err(|e| e.to_string()).and_then(|mut r| p.lines(0, file, &mut r, 0, None)),
@@ -1499,6 +1525,39 @@ mod tests {
             }
         }
         out
+    }
+
+    /// Synthetic: the elements of a plain JSON array document are known by their place
+    /// (inspect's checks), and their bytes are the file's at that offset (a byte order
+    /// mark and whitespace before them).
+    #[test]
+    fn array_elements_are_known_by_their_place() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("x.json");
+        let row = r#"{"messages": [{"role": "user", "content": "hi"}]}"#;
+        let text = format!("\u{feff} [\n  {row},\n  {row} , {{\"messages\": []}}\n]\n");
+        std::fs::write(&path, &text).expect("write");
+        let file = InputFile { display: "x.json".into(), fs_path: path, root: dir.path().to_path_buf() };
+        let reader = registry::by_name(crate::chat::OPENAI_MESSAGES).expect("reader");
+        let (tx, rx) = bounded::<Batch>(16);
+        let (_keep, recycled) = bounded::<Batch>(1);
+        let mut p = Producer { tx, recycled, batch: Batch::default(), limit: 1 << 20, locate: true };
+        assert_eq!(p.file(0, &file, reader, Layout::Document, None), Ok(()));
+        p.flush();
+        drop(p);
+        let mut located = 0;
+        for batch in rx {
+            assert_eq!(batch.handles.len(), usize::from(cfg!(unix)));
+            for item in &batch.items {
+                let Item::Record(r) = item else { continue };
+                if let Some(at) = r.at {
+                    let bytes = batch.bytes(r);
+                    assert_eq!(&text.as_bytes()[at as usize..at as usize + bytes.len()], bytes);
+                    located += 1;
+                }
+            }
+        }
+        assert_eq!(located, if cfg!(unix) { 3 } else { 0 });
     }
 
     #[test]
