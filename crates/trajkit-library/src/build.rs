@@ -75,6 +75,9 @@ pub trait Progress {
     fn file_done(&self, _report: &FileReport, _bytes: u64, _trajectories_so_far: u64) {}
     /// A later stage begins (indexing, statistics ...).
     fn stage(&self, _name: &str) {}
+    /// Reading is over and its threads are idle: a caller whose allocator keeps freed
+    /// memory for reuse (the binary's mimalloc) may return it before the serial finalize.
+    fn reading_done(&self) {}
     /// A warning for the user.
     fn warn(&self, _message: &str) {}
     /// True once the caller wants the build abandoned (Ctrl-C in Python): reading stops,
@@ -137,6 +140,7 @@ pub fn build_with(
             break; // finalize reports it; the groups after it need not be read
         }
     }
+    progress.reading_done();
     if progress.cancelled() {
         return Err(LibraryError::Cancelled);
     }

@@ -187,3 +187,41 @@ fn finalize_stops_at_a_cancel_in_each_of_its_stages_and_keeps_the_old_library() 
         assert!(leftovers.is_empty(), "{stage}: {leftovers:?}");
     }
 }
+
+/// What a build told its progress, in order (file names, stages, `reading done`).
+#[derive(Default)]
+struct Events(std::sync::Mutex<Vec<String>>);
+
+impl Progress for Events {
+    fn file_done(&self, report: &trajkit_formats::FileReport, _bytes: u64, _trajectories: u64) {
+        self.0.lock().unwrap().push(format!("file {}", report.path));
+    }
+    fn stage(&self, name: &str) {
+        self.0.lock().unwrap().push(format!("stage {name}"));
+    }
+    fn reading_done(&self) {
+        self.0.lock().unwrap().push("reading done".to_string());
+    }
+}
+
+#[test]
+fn reading_done_is_told_once_between_the_last_file_and_finalize() {
+    // The binary returns the reading threads' freed memory there (crate `trajkit`,
+    // `alloc::release_freed_memory`): it must come after every file and before merging.
+    let dir = tempfile::tempdir().unwrap();
+    let opts = BuildOptions {
+        inputs: vec![real("gym"), real("atif")],
+        registry: None,
+        output: dir.path().join("lib"),
+        ..BuildOptions::default()
+    };
+    let events = Events::default();
+    let summary = build(&opts, &events).expect("build");
+    let events = events.0.into_inner().unwrap();
+    let at = |e: &str| events.iter().position(|x| x == e).unwrap_or_else(|| panic!("no {e:?} in {events:?}"));
+    assert_eq!(events.iter().filter(|e| *e == "reading done").count(), 1, "{events:?}");
+    let last_file = events.iter().rposition(|e| e.starts_with("file ")).expect("files");
+    assert_eq!(events.iter().filter(|e| e.starts_with("file ")).count() as u64, summary.files);
+    assert!(at("stage reading") < last_file && last_file < at("reading done"), "{events:?}");
+    assert_eq!(at("reading done") + 1, at("stage merging"), "{events:?}");
+}

@@ -122,7 +122,12 @@ pub fn build_partial(py: Python<'_>, options: String, group: String, staging: Pa
     let summary = wait::run(py, move |cancel| {
         let pool =
             wait::pool(None).map_err(|e| LibraryError::Invalid { path: staging.clone(), message: e.to_string() })?;
-        pool.install(|| trajkit_library::build_partial(&opts, &group, &staging, &wait::Cancel(cancel)))
+        pool.install(|| {
+            let summary = trajkit_library::build_partial(&opts, &group, &staging, &wait::Cancel(cancel));
+            // A Ray worker process is reused for the next task: it keeps no reading memory.
+            trajkit::alloc::release_freed_memory();
+            summary
+        })
     })?
     .map_err(|e| library_error(py, &e))?;
     serde_json::to_string(&summary).map_err(|e| json_error(py, "summary", e))

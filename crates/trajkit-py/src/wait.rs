@@ -88,6 +88,10 @@ pub fn pool(threads: Option<usize>) -> Result<rayon::ThreadPool, rayon::ThreadPo
 pub struct Cancel(pub Arc<AtomicBool>);
 
 impl trajkit_library::Progress for Cancel {
+    fn reading_done(&self) {
+        trajkit::alloc::release_freed_memory();
+    }
+
     fn cancelled(&self) -> bool {
         self.0.load(Ordering::Relaxed)
     }

@@ -148,6 +148,9 @@ impl Progress for Bars {
             self.bar.suspend(|| eprintln!("trajkit: [{:.2}s] {name}", t.elapsed().as_secs_f64()));
         }
     }
+    fn reading_done(&self) {
+        crate::alloc::release_freed_memory();
+    }
     fn warn(&self, message: &str) {
         if !self.quiet {
             self.bar.suspend(|| eprintln!("trajkit: warning: {message}"));
