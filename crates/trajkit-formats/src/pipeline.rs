@@ -106,7 +106,9 @@ const BATCH_BYTES: usize = 8 << 20;
 const BUF_BYTES: usize = 2 << 20;
 
 struct Plan {
-    file: InputFile,
+    /// Shared with the producer's and the stage's job lists (a corpus of many small files
+    /// holds one plan per file for the whole read: a copy each would cost per file).
+    file: Arc<InputFile>,
     reader: Option<&'static dyn Reader>,
     layout: Layout,
     report: FileReport,
@@ -119,7 +121,8 @@ struct Plan {
     references: Option<Vec<PathBuf>>,
     /// The record of a small one-record document, read while planning from the peek and
     /// the detection's parse (see `read_early`); the producer then skips the file.
-    early: Option<Processed>,
+    /// Boxed: most plans have none, and every file's plan is held until the read ends.
+    early: Option<Box<Processed>>,
 }
 
 /// Records read in one go, possibly from many files: their bytes live in one buffer
@@ -211,7 +214,7 @@ impl OwnedRecord {
 
 /// What the producer thread needs per file: the file, its reader when it is to be read,
 /// its layout, standard input when that is the file, and whether it is Parquet.
-type ProducerJob = (InputFile, Option<&'static dyn Reader>, Layout, Option<Box<dyn BufRead + Send>>, bool);
+type ProducerJob = (Arc<InputFile>, Option<&'static dyn Reader>, Layout, Option<Box<dyn BufRead + Send>>, bool);
 
 /// The pool that maps records. Called inside a pool (a caller's `install`, as Python's and
 /// Ray's per-call pools do), one of the same size: the mapping runs on a thread of its own,
@@ -241,7 +244,7 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
     // Records read early (a consumed file's is dropped), taken by the parallel stage when
     // their file comes up.
     let was_read: Vec<bool> = plans.iter().map(|p| p.early.is_some() && p.report.part_of.is_none()).collect();
-    let early_read: Vec<std::sync::Mutex<Option<Processed>>> = plans
+    let early_read: Vec<std::sync::Mutex<Option<Box<Processed>>>> = plans
         .iter_mut()
         .zip(&was_read)
         .map(|(p, &read)| std::sync::Mutex::new(p.early.take().filter(|_| read)))
@@ -257,7 +260,7 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
             (p.file.clone(), p.reader.filter(|_| wanted), p.layout, p.stdin.take(), p.parquet)
         })
         .collect();
-    let stage_jobs: Vec<(Option<&'static dyn Reader>, InputFile)> =
+    let stage_jobs: Vec<(Option<&'static dyn Reader>, Arc<InputFile>)> =
         plans.iter().map(|p| (p.reader, p.file.clone())).collect();
     let producer = std::thread::spawn(move || {
         let mut out = Producer { tx, recycled: recycle_rx, batch: Batch::default(), limit, locate };
@@ -288,7 +291,7 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
                     .items
                     .par_iter()
                     .map(|item| match item {
-                        Item::Early(r) => early_read.get(r.file).and_then(|m| m.lock().ok()?.take()),
+                        Item::Early(r) => early_read.get(r.file).and_then(|m| m.lock().ok()?.take()).map(|p| *p),
                         Item::Record(r) => match stage_jobs.get(r.file) {
                             Some((Some(reader), file)) => {
                                 let work =
@@ -419,7 +422,7 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize, earl
         parquet: false,
         references: None,
         early: None,
-        file,
+        file: Arc::new(file),
     };
     let (mut reader, len) = match input::open_sized(&plan.file) {
         Ok(r) => r,
@@ -522,7 +525,7 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize, earl
             let stands = view.first_line_is_document();
             let document = view.into_document();
             let parsed = if stands { first_line } else { document };
-            plan.early = read_early(work, r, &plan, &peek, parsed, limit);
+            plan.early = read_early(work, r, &plan, &peek, parsed, limit).map(Box::new);
         }
     }
     plan.report = report;

@@ -117,23 +117,26 @@ fn write_partial(
 ) -> Result<PartialSummary, LibraryError> {
     let entries_path = dir.join(ENTRIES);
     let entries = File::create(&entries_path).map_err(LibraryError::io(&entries_path))?;
-    let file_numbers: HashMap<String, u64> =
-        group.files.iter().enumerate().map(|(i, f)| (f.display.clone(), group.first_file + i as u64)).collect();
-    let sizes: HashMap<String, u64> = group.files.iter().map(|f| (f.display.clone(), f.bytes)).collect();
+    // Each file's number in the library and its size, by the path reports give.
+    let files: HashMap<&str, (u64, u64)> = group
+        .files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.display.as_str(), (group.first_file + i as u64, f.bytes)))
+        .collect();
     let mut sink = PartialSink {
         entries: BufWriter::with_capacity(1 << 20, entries),
         entries_path: entries_path.clone(),
         line: Vec::new(),
         shards: ShardWriter::new(&dir.join("canonical"), opts.shard_bytes, opts.threads)?,
         source: 0,
-        file_numbers: &file_numbers,
+        files: &files,
         ordinal: 0,
         ids: HashMap::new(),
         error: None,
         strict: opts.strict,
         strict_failure: None,
         progress,
-        sizes: &sizes,
         instructions: HashSet::new(),
         sketches: HashSet::new(),
     };
@@ -184,14 +187,14 @@ struct PartialSink<'a> {
     line: Vec<u8>,
     shards: ShardWriter,
     source: usize,
-    file_numbers: &'a HashMap<String, u64>,
+    /// Each file's number in the library and its size in bytes, by its display path.
+    files: &'a HashMap<&'a str, (u64, u64)>,
     ordinal: u64,
     ids: HashMap<u64, u32>,
     error: Option<LibraryError>,
     strict: bool,
     strict_failure: Option<String>,
     progress: &'a dyn Progress,
-    sizes: &'a HashMap<String, u64>,
     /// Instruction digests whose shingles this partial has written.
     instructions: HashSet<String>,
     /// Interaction digests whose content sketch this partial has written.
@@ -366,7 +369,7 @@ impl Sink for PartialSink<'_> {
     }
 
     fn rejection(&mut self, r: &Rejection) {
-        let file = self.file_numbers.get(&r.path).copied().unwrap_or(u64::MAX);
+        let file = self.files.get(r.path.as_str()).map_or(u64::MAX, |f| f.0);
         for p in &r.problems {
             let entry = Entry::Rejection(RejectionRow {
                 file,
@@ -394,7 +397,7 @@ impl Sink for PartialSink<'_> {
     }
 
     fn file_done(&mut self, report: &FileReport) {
-        let file = self.file_numbers.get(&report.path).copied().unwrap_or(u64::MAX);
+        let (file, bytes) = self.files.get(report.path.as_str()).copied().unwrap_or((u64::MAX, 0));
         if self.strict && self.strict_failure.is_none() {
             if let Some(e) = &report.error {
                 self.strict_failure = Some(format!("{}: {e}", report.path));
@@ -403,7 +406,6 @@ impl Sink for PartialSink<'_> {
         if let Err(e) = self.write(&Entry::File { file, source: self.source, report: report.clone() }) {
             self.fail(e);
         }
-        let bytes = self.sizes.get(&report.path).copied().unwrap_or(0);
         self.progress.file_done(report, bytes, self.ordinal);
     }
 
