@@ -19,8 +19,8 @@ use trajkit_model::{
 };
 
 use crate::input::{self, InputFile};
-use crate::json;
-use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult, PEEK_BYTES};
+use crate::json::{self, TopLevel};
+use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult, TopOf, PEEK_BYTES};
 use crate::rejection::{parse_record, Problem, Reason};
 
 /// The `schema_version` values the spec defines.
@@ -99,16 +99,15 @@ impl Reader for AtifReader {
 
     fn detect(&self, peek: &Peek) -> Option<Detection> {
         if let Some(Value::Object(m)) = peek.first_line {
-            let layout =
-                if peek.multi_line_records || peek.name.ends_with(".jsonl") { Layout::Lines } else { Layout::Document };
-            return classify(m, layout);
+            let layout = line_layout(peek.multi_line_records, peek.name);
+            return classify(Keys::of_map(m), layout);
         }
         let start = peek.bytes.iter().position(|b| !b.is_ascii_whitespace())?;
         if peek.bytes.get(start) != Some(&b'{') {
             return None;
         }
         match peek.document() {
-            Some(Value::Object(m)) => classify(m, Layout::Document),
+            Some(Value::Object(m)) => classify(Keys::of_map(m), Layout::Document),
             Some(_) => None,
             None => {
                 // A document larger than the peek, or broken JSON: look at its bytes. A
@@ -135,6 +134,17 @@ impl Reader for AtifReader {
         }
     }
 
+    /// `detect` on the same bytes, without the parse: a first line or a whole document
+    /// that is an object, classified by the same keys with the same layout.
+    fn detect_top_level(&self, top: &TopLevel, name: &str, of: TopOf) -> Option<Detection> {
+        let keys = Keys { agent: top.has("agent"), steps: top.has("steps"), version: top.str("schema_version") };
+        let layout = match of {
+            TopOf::FirstLine { multi } => line_layout(multi, name),
+            TopOf::Document => Layout::Document,
+        };
+        top.object.then(|| classify(keys, layout)).flatten()
+    }
+
     fn referenced_files(&self, file: &InputFile, layout: Layout) -> Vec<PathBuf> {
         match input::read_all(file) {
             Ok(bytes) => references(file, layout, &bytes, None),
@@ -143,7 +153,9 @@ impl Reader for AtifReader {
     }
 
     fn referenced_files_in(&self, file: &InputFile, layout: Layout, peek: &Peek) -> Vec<PathBuf> {
+        // The document is parsed only when it names another file (`references` looks).
         let parsed = match layout {
+            _ if !names_a_file(peek.bytes) => None,
             Layout::Document => peek.document(),
             Layout::Lines => peek.first_line,
         };
@@ -205,7 +217,7 @@ impl Reader for AtifReader {
 /// The files that the ATIF documents in `bytes` reference (subagent trajectories and
 /// continuations). `parsed` is the first document already parsed by detection, if it was.
 fn references(file: &InputFile, layout: Layout, bytes: &[u8], parsed: Option<&Value>) -> Vec<PathBuf> {
-    if !contains(bytes, b"trajectory_path") && !contains(bytes, b"continued_trajectory_ref") {
+    if !names_a_file(bytes) {
         return Vec::new();
     }
     let dir = file_dir(file);
@@ -216,7 +228,7 @@ fn references(file: &InputFile, layout: Layout, bytes: &[u8], parsed: Option<&Va
         Layout::Lines => bytes.split(|&b| b == b'\n').collect(),
     };
     for (i, doc) in docs.into_iter().enumerate() {
-        if !contains(doc, b"trajectory_path") && !contains(doc, b"continued_trajectory_ref") {
+        if !names_a_file(doc) {
             continue;
         }
         match parsed.filter(|_| i == 0) {
@@ -237,13 +249,44 @@ fn references(file: &InputFile, layout: Layout, bytes: &[u8], parsed: Option<&Va
     walk.out
 }
 
+/// True when `bytes` may reference another trajectory file (a subagent's
+/// `trajectory_path`, a `continued_trajectory_ref`).
+fn names_a_file(bytes: &[u8]) -> bool {
+    contains(bytes, b"trajectory_path") || contains(bytes, b"continued_trajectory_ref")
+}
+
 /// The claim of a parsed top-level ATIF version: above any other family's.
 const DECISIVE: u8 = 97;
 
-fn classify(m: &Map<String, Value>, layout: Layout) -> Option<Detection> {
-    let has_body = m.contains_key("agent") && m.contains_key("steps");
-    let version = m.get("schema_version").and_then(Value::as_str);
-    match version {
+/// What detection reads of a top-level object.
+struct Keys<'a> {
+    agent: bool,
+    steps: bool,
+    version: Option<&'a str>,
+}
+
+impl<'a> Keys<'a> {
+    fn of_map(m: &'a Map<String, Value>) -> Self {
+        Keys {
+            agent: m.contains_key("agent"),
+            steps: m.contains_key("steps"),
+            version: m.get("schema_version").and_then(Value::as_str),
+        }
+    }
+}
+
+/// Records one per line in a `.jsonl` file or when more lines follow the first.
+fn line_layout(multi: bool, name: &str) -> Layout {
+    if multi || name.ends_with(".jsonl") {
+        Layout::Lines
+    } else {
+        Layout::Document
+    }
+}
+
+fn classify(keys: Keys, layout: Layout) -> Option<Detection> {
+    let has_body = keys.agent && keys.steps;
+    match keys.version {
         // A parsed top-level ATIF version is the most specific signal there is: it wins over
         // byte-level signals of other families that nested content can trip (trace keys in
         // `extra`, tool names).

@@ -1,6 +1,10 @@
 //! Small helpers for mapping parsed JSON into the record without copying.
 
+use std::borrow::Cow;
+use std::fmt;
 use std::ops::Range;
+
+use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
 use serde_json::{Map, Value};
 use trajkit_model::Extra;
@@ -278,10 +282,181 @@ pub(crate) fn is_array_document(bytes: &[u8]) -> bool {
     bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')
 }
 
+/// What detection needs of a JSON value without building it: whether it is an object,
+/// and its top-level keys in order, each with its value when that is a string.
+#[derive(Debug, Default, PartialEq)]
+pub struct TopLevel<'a> {
+    pub object: bool,
+    members: Vec<(Cow<'a, str>, Option<Cow<'a, str>>)>,
+}
+
+impl TopLevel<'_> {
+    /// Whether the object has `key`.
+    pub fn has(&self, key: &str) -> bool {
+        self.members.iter().any(|(k, _)| k == key)
+    }
+
+    /// The value of `key` when it is a string; of its last occurrence, the one a parse
+    /// into `Value` keeps.
+    pub fn str(&self, key: &str) -> Option<&str> {
+        self.members.iter().rev().find(|(k, _)| k == key).and_then(|(_, v)| v.as_deref())
+    }
+}
+
+/// `bytes` read as [`TopLevel`] when they are UTF-8 and one valid JSON value. The whole
+/// value is tokenized as serde_json parses a `Value` (the same recursion limit, number
+/// range and string escapes), so this is `Some` exactly when [`parse_text`] into a
+/// `Value` is; nothing below the top level is built, which costs a third of that parse.
+pub fn top_level(bytes: &[u8]) -> Option<TopLevel<'_>> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let mut de = serde_json::Deserializer::from_str(text);
+    let top = serde::Deserializer::deserialize_any(&mut de, TopVisitor).ok()?;
+    de.end().ok()?;
+    Some(top)
+}
+
+/// Builds a [`TopLevel`]: the members of an object, nothing of anything else.
+struct TopVisitor;
+
+impl<'de> Visitor<'de> for TopVisitor {
+    type Value = TopLevel<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut members = Vec::new();
+        while let Some(key) = map.next_key_seed(StrSeed)? {
+            members.push((key.unwrap_or_default(), map.next_value_seed(StrSeed)?));
+        }
+        Ok(TopLevel { object: true, members })
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        Skip.visit_seq(seq).map(|_| TopLevel::default())
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(TopLevel::default())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(TopLevel::default())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(TopLevel::default())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(TopLevel::default())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(TopLevel::default())
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(TopLevel::default())
+    }
+}
+
+/// A value kept when it is a string (borrowed unless it had escapes), skipped otherwise.
+struct StrSeed;
+
+impl<'de> DeserializeSeed<'de> for StrSeed {
+    type Value = Option<Cow<'de, str>>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for StrSeed {
+    type Value = Option<Cow<'de, str>>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(Some(Cow::Borrowed(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Some(Cow::Owned(v.to_owned())))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        Skip.visit_map(map).map(|_| None)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        Skip.visit_seq(seq).map(|_| None)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+}
+
+/// Any value, parsed through `deserialize_any` as a `Value` would be (so a number out of
+/// range or a bad escape fails as it would there; `IgnoredAny` skips more leniently) and
+/// dropped as it goes.
+#[derive(Clone, Copy)]
+struct Skip;
+
+impl<'de> DeserializeSeed<'de> for Skip {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Skip {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while map.next_key_seed(Skip)?.is_some() {
+            map.next_value_seed(Skip)?;
+        }
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(Skip)?.is_some() {}
+        Ok(())
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::array_elements as elements;
-    use super::object_members;
+    use super::{object_members, parse_text, top_level, Map, Value};
 
     #[test]
     fn members_of_a_truncated_object() {
@@ -330,5 +505,59 @@ mod tests {
         assert_eq!(string_close(br#""a\"#, 0), None, "ends inside an escape");
         assert_eq!(value_end(br#"{"k": "}\"", "l": [1]}, 2"#, 0, b']'), Some((22, b',')));
         assert_eq!(value_end(br#"1 ]"#, 0, b'}'), None, "the wrong closer");
+    }
+
+    /// `top_level` accepts exactly what a parse into `Value` accepts, and reads its keys
+    /// as that `Value` holds them: synthetic edge cases (depth at serde_json's limit,
+    /// numbers out of range, bad escapes and surrogates, control characters, repeated
+    /// keys, trailing bytes, a BOM), then every real fixture whole and line by line.
+    #[test]
+    fn top_level_accepts_what_a_value_parse_accepts() {
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        let mut texts: Vec<Vec<u8>> = [
+            deep(127),
+            deep(128),
+            deep(129),
+            format!("{{\"a\": {}}}", deep(127)),
+            "1e400".into(),
+            "[-1e400]".into(),
+            "1e-400".into(),
+            "18446744073709551616".into(),
+            r#"{"a": "\ud800"}"#.into(),
+            r#"{"a": "\ud83d\ude00", "b\n": "x\"y"}"#.into(),
+            r#"{"a": "\x"}"#.into(),
+            "{\"a\": \"tab\there\"}".into(),
+            r#"{"v": "one", "v": 2}"#.into(),
+            r#"{"v": 2, "v": "two"}"#.into(),
+            r#"{"v": 1} x"#.into(),
+            "\u{feff}{}".into(),
+            "{\"a\": 1,}".into(),
+            " \t\r\n{} \n".into(),
+            "\"text\"".into(),
+            "null".into(),
+        ]
+        .into_iter()
+        .map(String::into_bytes)
+        .collect();
+        texts.push(b"{\"a\": \"\xff\"}".to_vec());
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/real");
+        let (files, _) = crate::discover(&[root]);
+        for f in &files {
+            let Ok(bytes) = crate::input::read_all(f) else { continue };
+            texts.extend(bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()).take(50).map(<[u8]>::to_vec));
+            texts.push(bytes);
+        }
+        for t in &texts {
+            let value: Option<Value> = parse_text(t);
+            let top = top_level(t);
+            assert_eq!(top.is_some(), value.is_some(), "{}", String::from_utf8_lossy(t));
+            let (Some(top), Some(value)) = (top, value) else { continue };
+            assert_eq!(top.object, value.is_object());
+            for (k, v) in value.as_object().into_iter().flatten() {
+                assert!(top.has(k), "{k}");
+                assert_eq!(top.str(k), v.as_str(), "{k}");
+            }
+            assert!(top.members.len() >= value.as_object().map_or(0, Map::len));
+        }
     }
 }

@@ -15,7 +15,7 @@ use trajkit_model::Trajectory;
 use crate::error::FormatError;
 use crate::identity::{FileIdentities, Identity, Seen};
 use crate::input::{self, InputFile};
-use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult, PEEK_BYTES};
+use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult, TopOf, PEEK_BYTES};
 use crate::registry;
 use crate::rejection::{Problem, Reason, Rejection};
 use crate::report::{FileReport, TrajectoryCounts};
@@ -468,6 +468,20 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize, earl
     }
     // The peek ended before its limit without an error: it holds the whole file.
     let whole = peek_error.is_none() && peek.len() < PEEK_BYTES && !plan.parquet;
+    // Nothing will read a parse of the peek (no early record): a claim the top level
+    // settles (an ATIF version) is made without building the document.
+    let unparsed = early.is_none() && forced.is_none() && !plan.parquet && !plan.file.is_stdin();
+    if let Some((r, d, multi)) = unparsed.then(|| decisive_top_level(&peek, &name)).flatten() {
+        plan.layout = d.layout;
+        plan.reader = Some(r);
+        report.format = Some(r.name().to_string());
+        if whole {
+            let view = Peek::new(&peek, &name, None, multi);
+            plan.references = Some(r.referenced_files_in(&plan.file, plan.layout, &view));
+        }
+        plan.report = report;
+        return plan;
+    }
     let (first_line, multi) = first_line(&peek);
     let generic_layout = if multi || name.ends_with(".jsonl") { Layout::Lines } else { Layout::Document };
     let prefix = Peek::new(&peek, &name, first_line.as_ref(), multi);
@@ -609,6 +623,34 @@ fn best(peek: &Peek) -> Option<(&'static dyn Reader, Detection)> {
         }
     }
     claims.into_iter().max_by_key(|(i, _, d)| (d.confidence, *i)).map(|(_, r, d)| (r, d))
+}
+
+/// The claim `best` would settle on when a reader's `detect_top_level` makes it: above
+/// every other reader's bound. Read as detection reads the peek (its first non-blank line,
+/// or the whole peek when that line does not parse), tokenized but not built; with
+/// whether more lines follow a first line that parses (`Peek::multi_line_records`).
+/// `None` (detect as usual) when the peek starts with a blank that JSON does not allow.
+fn decisive_top_level(peek: &[u8], name: &str) -> Option<(&'static dyn Reader, Detection, bool)> {
+    let start = peek.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(peek.len());
+    if !peek[..start].iter().all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')) {
+        return None;
+    }
+    let rest = &peek[start..];
+    let (line, more) = match memchr::memchr(b'\n', rest) {
+        Some(nl) => (&rest[..nl], rest[nl..].iter().any(|b| !b.is_ascii_whitespace())),
+        None => (rest, false),
+    };
+    let (top, of) = match crate::json::top_level(line) {
+        Some(top) => (top, TopOf::FirstLine { multi: more }),
+        None => (crate::json::top_level(peek)?, TopOf::Document),
+    };
+    let multi = of == TopOf::FirstLine { multi: true };
+    let readers = registry::all();
+    readers.iter().enumerate().find_map(|(i, &r)| {
+        let d = r.detect_top_level(&top, name, of)?;
+        let others = readers.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, o)| o.max_confidence());
+        (others.max().is_none_or(|bound| d.confidence > bound)).then_some((r, d, multi))
+    })
 }
 
 /// Parses the first non-blank line when it is complete within the peek; also tells
@@ -1384,6 +1426,75 @@ mod tests {
             assert_eq!(got, want, "{}", f.display);
         }
         assert!(decisive > 10, "{decisive} files claimed decisively");
+    }
+
+    /// Detection from the top level alone (`build`, `convert`) settles on the claim full
+    /// detection makes, with the same layout, records-per-line answer and referenced
+    /// files, on every real fixture it settles; the ATIF ones, one-line or pretty-printed,
+    /// subagents and continuations included, all take it.
+    #[test]
+    fn top_level_claims_equal_full_detection() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/real");
+        let (files, _) = crate::discover(&[root]);
+        let (mut settled, mut referencing) = (0, 0);
+        for f in &files {
+            let (mut reader, _) = input::open_sized(f).expect("fixture opens");
+            let mut peek = Vec::new();
+            let _ = (&mut reader).take(PEEK_BYTES as u64).read_to_end(&mut peek);
+            let name = input::logical_name(&f.fs_path);
+            let (line, multi) = first_line(&peek);
+            let view = Peek::new(&peek, &name, line.as_ref(), multi);
+            let full = best(&view);
+            let Some((r, d, top_multi)) = decisive_top_level(&peek, &name) else {
+                assert!(
+                    full.as_ref().is_none_or(|(r, d)| r.name() != "atif" || d.confidence < 97),
+                    "{}: a decisive ATIF claim missed",
+                    f.display
+                );
+                continue;
+            };
+            settled += 1;
+            assert_eq!(Some((r.name(), &d)), full.as_ref().map(|(r, d)| (r.name(), d)), "{}", f.display);
+            assert_eq!(top_multi, multi, "{}", f.display);
+            let refs = r.referenced_files_in(f, d.layout, &view);
+            referencing += usize::from(!refs.is_empty());
+            assert_eq!(
+                r.referenced_files_in(f, d.layout, &Peek::new(&peek, &name, None, top_multi)),
+                refs,
+                "{}",
+                f.display
+            );
+        }
+        assert!(settled > 10 && referencing > 0, "{settled} settled, {referencing} with references");
+    }
+
+    /// Synthetic (no real file is shaped so): the layout of a pretty-printed ATIF
+    /// document named `.jsonl`, of one-line ATIF records, a repeated version key (the
+    /// last counts, as in a parsed `Value`), and a form feed before the document (JSON
+    /// does not allow it: detected as usual).
+    #[test]
+    fn top_level_claims_follow_the_layout_and_the_last_key() {
+        let doc = "{\n  \"schema_version\": \"ATIF-v1.7\",\n  \"agent\": {},\n  \"steps\": []\n}\n";
+        let one = r#"{"schema_version": "ATIF-v1.7", "agent": {}, "steps": []}"#;
+        let twice = r#"{"schema_version": "ATIF-v1.7", "agent": {}, "steps": [], "schema_version": 1}"#;
+        let cases = [
+            (doc.to_string(), "x.jsonl", Some(Layout::Document)),
+            (format!("{one}\n{one}\n"), "x.json", Some(Layout::Lines)),
+            (format!("{one}\n"), "x.json", Some(Layout::Document)),
+            (format!("{one}\n"), "x.jsonl", Some(Layout::Lines)),
+            (twice.to_string(), "x.json", None),
+            (format!("\x0c{one}"), "x.json", None),
+        ];
+        for (text, name, want) in cases {
+            let peek = text.as_bytes();
+            let got = decisive_top_level(peek, name);
+            assert_eq!(got.as_ref().map(|(_, d, _)| d.layout), want, "{text:?}");
+            let (line, multi) = first_line(peek);
+            let full = best(&Peek::new(peek, name, line.as_ref(), multi));
+            if let Some((r, d, m)) = got {
+                assert_eq!((m, Some((r.name(), d))), (multi, full.map(|(r, d)| (r.name(), d))), "{text:?}");
+            }
+        }
     }
 
     /// Every real fixture's figures and rejections are the same whether its records are

@@ -31,6 +31,16 @@ pub struct Peek<'a> {
     document: OnceLock<Option<serde_json::Value>>,
 }
 
+/// Where a `json::TopLevel` of a peek was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TopOf {
+    /// The first non-blank line, which parses; `multi` when another non-blank line follows
+    /// (`Peek::multi_line_records`).
+    FirstLine { multi: bool },
+    /// The whole peek, one document whose first line does not parse alone.
+    Document,
+}
+
 /// Bytes read for detection.
 pub const PEEK_BYTES: usize = 1 << 20;
 
@@ -183,6 +193,15 @@ pub trait Reader: Send + Sync {
     /// outranks every other family's 95 at most), so each bound must hold.
     fn max_confidence(&self) -> u8 {
         95
+    }
+
+    /// A claim from the top-level members of a value tokenized without being built
+    /// (`json::TopLevel`), read from `of`. Asked before anything is parsed by a command
+    /// that keeps no parse for reading (`build`, `convert`); a claim above every other
+    /// reader's `max_confidence` is final, and must be the claim `detect` makes on the
+    /// same bytes.
+    fn detect_top_level(&self, _top: &crate::json::TopLevel, _name: &str, _of: TopOf) -> Option<Detection> {
+        None
     }
 
     /// Files that this file's records consume (subagents, continuations, side files).
