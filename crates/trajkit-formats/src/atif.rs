@@ -19,8 +19,8 @@ use trajkit_model::{
 };
 
 use crate::input::{self, InputFile};
-use crate::json::{self, TopLevel};
-use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult, TopOf, PEEK_BYTES};
+use crate::json;
+use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult, TopOf, TopPeek, PEEK_BYTES};
 use crate::rejection::{parse_record, Problem, Reason};
 
 /// The `schema_version` values the spec defines.
@@ -135,11 +135,17 @@ impl Reader for AtifReader {
     }
 
     /// `detect` on the same bytes, without the parse: a first line or a whole document
-    /// that is an object, classified by the same keys with the same layout.
-    fn detect_top_level(&self, top: &TopLevel, name: &str, of: TopOf) -> Option<Detection> {
+    /// that is an object, classified by the same keys with the same layout. Declined
+    /// before tokenizing when no version can be there, and for a document that names
+    /// another file (its references need the parse, which then serves detection too).
+    fn detect_top_level(&self, peek: &TopPeek) -> Option<Detection> {
+        if !contains(peek.bytes, b"ATIF-v") || names_a_file(peek.bytes) {
+            return None;
+        }
+        let (top, of) = peek.top()?;
         let keys = Keys { agent: top.has("agent"), steps: top.has("steps"), version: top.str("schema_version") };
-        let layout = match of {
-            TopOf::FirstLine { multi } => line_layout(multi, name),
+        let layout = match *of {
+            TopOf::FirstLine { multi } => line_layout(multi, peek.name),
             TopOf::Document => Layout::Document,
         };
         top.object.then(|| classify(keys, layout)).flatten()
@@ -251,7 +257,7 @@ fn references(file: &InputFile, layout: Layout, bytes: &[u8], parsed: Option<&Va
 
 /// True when `bytes` may reference another trajectory file (a subagent's
 /// `trajectory_path`, a `continued_trajectory_ref`).
-fn names_a_file(bytes: &[u8]) -> bool {
+pub(crate) fn names_a_file(bytes: &[u8]) -> bool {
     contains(bytes, b"trajectory_path") || contains(bytes, b"continued_trajectory_ref")
 }
 

@@ -41,6 +41,45 @@ pub enum TopOf {
     Document,
 }
 
+/// A peek for `Reader::detect_top_level`: its bytes, and their top level read on the first
+/// reader that asks (after its own checks on the bytes, so a file no such reader can claim
+/// is not tokenized at all).
+pub struct TopPeek<'a> {
+    pub bytes: &'a [u8],
+    pub name: &'a str,
+    top: OnceLock<Option<(crate::json::TopLevel<'a>, TopOf)>>,
+}
+
+impl<'a> TopPeek<'a> {
+    pub fn new(bytes: &'a [u8], name: &'a str) -> Self {
+        TopPeek { bytes, name, top: OnceLock::new() }
+    }
+
+    /// The top level as detection reads the peek: its first non-blank line, or the whole
+    /// peek when that line does not parse (tokenized, not built). `None` when neither
+    /// parses, or when the peek starts with a blank JSON does not allow (a form feed), which
+    /// `Peek` and `json::top_level` would treat apart.
+    pub fn top(&self) -> Option<&(crate::json::TopLevel<'a>, TopOf)> {
+        self.top.get_or_init(|| top_of(self.bytes)).as_ref()
+    }
+}
+
+fn top_of(peek: &[u8]) -> Option<(crate::json::TopLevel<'_>, TopOf)> {
+    let start = peek.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(peek.len());
+    if !peek[..start].iter().all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')) {
+        return None;
+    }
+    let rest = &peek[start..];
+    let (line, more) = match memchr::memchr(b'\n', rest) {
+        Some(nl) => (&rest[..nl], rest[nl..].iter().any(|b| !b.is_ascii_whitespace())),
+        None => (rest, false),
+    };
+    match crate::json::top_level(line) {
+        Some(top) => Some((top, TopOf::FirstLine { multi: more })),
+        None => Some((crate::json::top_level(peek)?, TopOf::Document)),
+    }
+}
+
 /// Bytes read for detection.
 pub const PEEK_BYTES: usize = 1 << 20;
 
@@ -195,12 +234,11 @@ pub trait Reader: Send + Sync {
         95
     }
 
-    /// A claim from the top-level members of a value tokenized without being built
-    /// (`json::TopLevel`), read from `of`. Asked before anything is parsed by a command
-    /// that keeps no parse for reading (`build`, `convert`); a claim above every other
-    /// reader's `max_confidence` is final, and must be the claim `detect` makes on the
-    /// same bytes.
-    fn detect_top_level(&self, _top: &crate::json::TopLevel, _name: &str, _of: TopOf) -> Option<Detection> {
+    /// A claim from the peek's top level (`TopPeek::top`: keys tokenized, the value not
+    /// built). Asked before anything is parsed by a command that keeps no parse for reading
+    /// (`build`, `convert`); a claim above every other reader's `max_confidence` is final,
+    /// and must be the claim `detect` makes on the same bytes.
+    fn detect_top_level(&self, _peek: &TopPeek) -> Option<Detection> {
         None
     }
 
