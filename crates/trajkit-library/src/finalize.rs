@@ -2,7 +2,8 @@
 //! become one library in the staging directory: library-unique ids (`~N` across groups),
 //! shards renumbered into `canonical/`, the index loaded in reading order, then the
 //! cross-record work (duplicate groups, ranks, protected splits), evaluation rows,
-//! summary, coverage and `build.json`. Cancellation is polled between and within stages.
+//! coverage, summary (its statistics computed on another thread beside the two before it)
+//! and `build.json`. Cancellation is polled between and within stages.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader};
@@ -94,17 +95,30 @@ pub fn finalize(
     std::fs::create_dir_all(&evaluation).map_err(LibraryError::io(&evaluation))?;
     layout::write_json(&staging.join(crate::contamination::REPORT), &report.to_json())?;
     cancelled(progress)?;
-    progress.stage("evaluation rows");
-    rows_out::write_rows(&conn, &index_path, &staging.join(crate::read::ROWS_PATH))?;
-    cancelled(progress)?;
-    progress.stage("statistics");
-    let stats = stats::compute(&conn, &index_path)?;
-    layout::write_json(&staging.join("evaluation/summary.json"), &stats)?;
-    layout::write_json(&staging.join("evaluation/model_imitation.json"), &model_imitation())?;
-    cancelled(progress)?;
-    progress.stage("coverage");
-    layout::write_json(&staging.join("coverage.json"), &coverage::coverage(&registry, &reports, &conn, &index_path)?)?;
+    // The index is complete: the rest only reads it. The statistics, the longest of those
+    // reads, run on a second thread with their own connection (the writer's is closed: it
+    // holds the file exclusively) while the evaluation rows and the coverage report are
+    // written; the statistics stage is what is left of them after those.
     drop(conn);
+    std::thread::scope(|s| {
+        let statistics = s.spawn(|| stats::compute(&crate::index::open_read_only(&index_path)?, &index_path));
+        let conn = crate::index::open_read_only(&index_path)?;
+        progress.stage("evaluation rows");
+        rows_out::write_rows(&conn, &index_path, &staging.join(crate::read::ROWS_PATH))?;
+        cancelled(progress)?;
+        progress.stage("coverage");
+        let coverage = coverage::coverage(&registry, &reports, &conn, &index_path)?;
+        layout::write_json(&staging.join("coverage.json"), &coverage)?;
+        cancelled(progress)?;
+        progress.stage("statistics");
+        let stats = statistics.join().map_err(|_| LibraryError::Invalid {
+            path: index_path.clone(),
+            message: "the statistics thread panicked".to_string(),
+        })??;
+        layout::write_json(&staging.join("evaluation/summary.json"), &stats)?;
+        layout::write_json(&staging.join("evaluation/model_imitation.json"), &model_imitation())
+    })?;
+    cancelled(progress)?;
     layout::write_json(&staging.join("build.json"), &build_info(opts, &registry, &summary))?;
     summary.warnings.sort();
     Ok(summary)

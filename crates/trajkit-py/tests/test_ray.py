@@ -32,8 +32,8 @@ def local_ray():
 #: Finalize's stages in order, as the Ray build's summary times them.
 FINALIZE_STAGES = [
     "loading partials", "merging", "task clusters", "indexing", "near duplicates", "contamination", "evaluation rows",
-    "statistics",
-    "coverage", "gallery", "manifest", "done",
+    "coverage",
+    "statistics", "gallery", "manifest", "done",
 ]
 
 
