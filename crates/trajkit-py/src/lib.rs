@@ -96,7 +96,11 @@ fn build(py: Python<'_>, flags: Vec<String>) -> PyResult<String> {
     let (req, threads) = (args.request(), args.read.threads);
     let result = wait::run(py, move |cancel| -> Result<_, errors::Failed> {
         let pool = wait::pool(threads)?;
-        Ok(pool.install(|| trajkit_ops::build(&req, &wait::Cancel(cancel)))?)
+        let built = pool.install(|| trajkit_ops::build(&req, &wait::Cancel(cancel)));
+        // The build's finalize handed freed memory back (`Progress::reading_done`); this
+        // process may read again, so freed memory is kept for reuse from here on.
+        trajkit::alloc::tune_allocator();
+        Ok(built?)
     })?;
     let summary = result.map_err(|e| errors::failed(py, &e))?;
     Ok(build_summary(py, &output, &summary)?.to_string())

@@ -13,11 +13,13 @@ pub fn tune_allocator() {
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) }
 }
 
-/// Hands the memory that the reading threads freed back to the OS, then keeps freed
-/// memory again. With purging off, pages freed on the mapping threads (and the pages of
-/// threads that have exited) stay committed, and a single-threaded phase after them (a
-/// build's finalize) cannot reuse them: it faults in fresh pages on top, so peak RSS grew
-/// with the corpus. Call it between a parallel phase and a serial one.
+/// Hands the memory that the reading threads freed back to the OS, and keeps handing
+/// freed memory back until [`tune_allocator`] is called again. With purging off, pages
+/// freed on the mapping threads (and the pages of threads that have exited) stay
+/// committed, and a single-threaded phase after them (a build's finalize) cannot reuse
+/// them: it faults in fresh pages on top, so peak RSS grew with the corpus. Call it between
+/// a parallel phase and a serial one; a process that reads again afterwards (Python) calls
+/// `tune_allocator` once the serial phase is over.
 pub fn release_freed_memory() {
     // SAFETY: mi_option_set stores an integer option; mi_collect only walks the calling
     // thread's heap and the abandoned pages.
@@ -27,5 +29,4 @@ pub fn release_freed_memory() {
     }
     // SAFETY: as above, on each thread of the current pool.
     rayon::broadcast(|_| unsafe { libmimalloc_sys::mi_collect(true) });
-    tune_allocator();
 }
