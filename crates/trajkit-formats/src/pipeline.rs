@@ -643,13 +643,8 @@ fn decisive_top_level(peek: &[u8], name: &str) -> Option<(&'static dyn Reader, D
 /// Parses the first non-blank line when it is complete within the peek; also tells
 /// whether another non-blank line follows (the file is JSON Lines).
 pub(crate) fn first_line(peek: &[u8]) -> (Option<serde_json::Value>, bool) {
-    let start = peek.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(peek.len());
-    let rest = &peek[start..];
-    let Some(nl) = memchr::memchr(b'\n', rest) else {
-        return (crate::json::parse_text(rest), false);
-    };
-    let value: Option<serde_json::Value> = crate::json::parse_text(&rest[..nl]);
-    let more = rest[nl..].iter().any(|b| !b.is_ascii_whitespace());
+    let (line, more) = crate::reader::first_line_span(peek);
+    let value: Option<serde_json::Value> = crate::json::parse_text(line);
     let multi = more && value.is_some();
     (value, multi)
 }

@@ -64,16 +64,24 @@ impl<'a> TopPeek<'a> {
     }
 }
 
-fn top_of(peek: &[u8]) -> Option<(crate::json::TopLevel<'_>, TopOf)> {
+/// The peek's first non-blank line (to its newline, or all the rest), and whether another
+/// non-blank line follows it: what detection parses as `Peek::first_line`.
+pub(crate) fn first_line_span(peek: &[u8]) -> (&[u8], bool) {
     let start = peek.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(peek.len());
-    if !peek[..start].iter().all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')) {
-        return None;
-    }
     let rest = &peek[start..];
-    let (line, more) = match memchr::memchr(b'\n', rest) {
+    match memchr::memchr(b'\n', rest) {
         Some(nl) => (&rest[..nl], rest[nl..].iter().any(|b| !b.is_ascii_whitespace())),
         None => (rest, false),
-    };
+    }
+}
+
+fn top_of(peek: &[u8]) -> Option<(crate::json::TopLevel<'_>, TopOf)> {
+    // A blank JSON does not allow (a form feed) is skipped by `first_line_span`, not by the
+    // parse of the whole peek: such a peek is detected as usual.
+    if !peek.iter().take_while(|b| b.is_ascii_whitespace()).all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')) {
+        return None;
+    }
+    let (line, more) = first_line_span(peek);
     match crate::json::top_level(line) {
         Some(top) => Some((top, TopOf::FirstLine { multi: more })),
         None => Some((crate::json::top_level(peek)?, TopOf::Document)),
