@@ -159,9 +159,12 @@ impl Reader for AtifReader {
     }
 
     fn referenced_files_in(&self, file: &InputFile, layout: Layout, peek: &Peek) -> Vec<PathBuf> {
-        // The document is parsed only when it names another file (`references` looks).
+        // Only a document that names another file is parsed; one that names none is
+        // scanned once here (`references` would scan it again).
+        if !names_a_file(peek.bytes) {
+            return Vec::new();
+        }
         let parsed = match layout {
-            _ if !names_a_file(peek.bytes) => None,
             Layout::Document => peek.document(),
             Layout::Lines => peek.first_line,
         };
@@ -234,7 +237,8 @@ fn references(file: &InputFile, layout: Layout, bytes: &[u8], parsed: Option<&Va
         Layout::Lines => bytes.split(|&b| b == b'\n').collect(),
     };
     for (i, doc) in docs.into_iter().enumerate() {
-        if !names_a_file(doc) {
+        // A whole document was scanned above; each line of a file is scanned alone.
+        if layout == Layout::Lines && !names_a_file(doc) {
             continue;
         }
         match parsed.filter(|_| i == 0) {

@@ -14,10 +14,19 @@ use crate::rejection::{parse_record, Problem, Reason};
 /// Removes `key` and returns it when it is a non-null value (a `null` stays in the map,
 /// so it ends up in `extra` and missing vs null stays visible).
 pub fn take(map: &mut Map<String, Value>, key: &str) -> Option<Value> {
-    match map.get(key) {
-        None | Some(Value::Null) => None,
-        Some(_) => map.remove(key),
+    take_if(map, key, |v| !v.is_null())
+}
+
+/// Removes `key` when its value passes `keep`; a value that does not is put back. One
+/// search of the map when the key is there and passes (the usual case), where a look
+/// then a removal made two: the readers' mapping spent a tenth of ATIF `validate` in them.
+fn take_if(map: &mut Map<String, Value>, key: &str, keep: impl FnOnce(&Value) -> bool) -> Option<Value> {
+    let (key, v) = map.remove_entry(key)?;
+    if keep(&v) {
+        return Some(v);
     }
+    map.insert(key, v);
+    None
 }
 
 /// Removes the list under `key` of a record's top-level object; missing, `null` or another
@@ -34,11 +43,8 @@ pub fn take_list(map: &mut Map<String, Value>, key: &str) -> Result<Vec<Value>, 
 
 /// Removes `key` when it is a string.
 pub fn take_str(map: &mut Map<String, Value>, key: &str) -> Option<String> {
-    match map.get(key) {
-        Some(Value::String(_)) => match map.remove(key) {
-            Some(Value::String(s)) => Some(s),
-            _ => None,
-        },
+    match take_if(map, key, Value::is_string)? {
+        Value::String(s) => Some(s),
         _ => None,
     }
 }
@@ -66,23 +72,18 @@ pub fn take_arguments(map: &mut Map<String, Value>) -> (Value, bool) {
 
 /// Removes `key` when it is a number.
 pub fn take_f64(map: &mut Map<String, Value>, key: &str) -> Option<f64> {
-    let v = map.get(key)?.as_f64()?;
-    map.remove(key);
-    Some(v)
+    take_if(map, key, |v| v.as_f64().is_some())?.as_f64()
 }
 
 /// Removes `key` when it is a non-negative number of seconds (a duration or latency).
 pub fn take_seconds(map: &mut Map<String, Value>, key: &str) -> Option<f64> {
-    let v = map.get(key)?.as_f64().filter(|s| *s >= 0.0)?;
-    map.remove(key);
-    Some(v)
+    let seconds = |v: &Value| v.as_f64().filter(|s| *s >= 0.0);
+    seconds(&take_if(map, key, |v| seconds(v).is_some())?)
 }
 
 /// Removes `key` when it is a non-negative integer.
 pub fn take_u64(map: &mut Map<String, Value>, key: &str) -> Option<u64> {
-    let v = map.get(key)?.as_u64()?;
-    map.remove(key);
-    Some(v)
+    take_if(map, key, |v| v.as_u64().is_some())?.as_u64()
 }
 
 /// What is left of a source object becomes `extra` as it is (the same sorted map type).

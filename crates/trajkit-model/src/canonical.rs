@@ -213,16 +213,19 @@ fn words(text: &str, mut word: impl FnMut(&str)) {
 /// Task key from an instruction and environment: `h:` + 16 hex digits of
 /// SHA-256(environment, NUL, normalized instruction).
 pub fn instruction_task_key(instruction: &str, environment: Option<&str>) -> String {
+    // The words joined into one buffer, then hashed in one update: an update per word
+    // (and per space) cost more than the hashing on long instructions.
+    let mut normalized = String::with_capacity(instruction.len());
+    words(instruction, |w| {
+        if !normalized.is_empty() {
+            normalized.push(' ');
+        }
+        normalized.push_str(w);
+    });
     let mut h = Sha256::new();
     h.update(environment.unwrap_or("").as_bytes());
     h.update([0u8]);
-    let mut first = true;
-    words(instruction, |w| {
-        if !std::mem::take(&mut first) {
-            h.update(b" ");
-        }
-        h.update(w.as_bytes());
-    });
+    h.update(normalized.as_bytes());
     let digest = hex(&h.finalize());
     format!("h:{}", &digest[..16])
 }
