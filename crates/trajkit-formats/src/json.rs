@@ -253,9 +253,10 @@ pub fn object_members(bytes: &[u8]) -> Option<Vec<Member>> {
 }
 
 /// `bytes` parsed as JSON when they are UTF-8 and valid JSON: UTF-8 checked once, then
-/// parsed as text (cheaper than serde_json's byte parser, which checks every string).
-pub fn parse_text<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Option<T> {
-    serde_json::from_str(std::str::from_utf8(bytes).ok()?).ok()
+/// parsed as text (cheaper than serde_json's byte parser, which checks every string), token
+/// arrays by `token_arrays`' loop.
+pub fn parse_text(bytes: &[u8]) -> Option<Value> {
+    crate::token_arrays::parse(std::str::from_utf8(bytes).ok()?).ok()
 }
 
 /// JSON path of an array element: `$.steps[3]`.
