@@ -132,15 +132,19 @@ fn number(text: &str, start: usize) -> Option<(Value, usize)> {
     let digits_start = start + usize::from(negative);
     let mut i = digits_start;
     let mut magnitude = 0u64;
-    while let Some(d) = bytes.get(i).filter(|d| d.is_ascii_digit()) {
-        magnitude = magnitude.wrapping_mul(10).wrapping_add(u64::from(d - b'0'));
+    while let Some(&b) = bytes.get(i) {
+        let digit = b.wrapping_sub(b'0');
+        if digit > 9 {
+            break;
+        }
+        magnitude = magnitude.wrapping_mul(10).wrapping_add(u64::from(digit));
         i += 1;
     }
     let digits = i - digits_start;
     if digits == 0 || (digits > 1 && bytes[digits_start] == b'0') {
         return None;
     }
-    if matches!(bytes.get(i), Some(b'.' | b'e' | b'E')) {
+    if let Some(b'.' | b'e' | b'E') = bytes.get(i) {
         let end = fraction_and_exponent(bytes, i)?;
         return Some((float_value(&text[start..end])?, end));
     }
