@@ -230,7 +230,7 @@ fn references(file: &InputFile, layout: Layout, bytes: &[u8], parsed: Option<&Va
         return Vec::new();
     }
     let dir = file_dir(file);
-    let me = file.fs_path.canonicalize().unwrap_or_else(|_| file.fs_path.clone());
+    let me = input::real_file(&file.fs_path).unwrap_or_else(|| file.fs_path.clone());
     let mut walk = RefWalk { root: &file.root, seen: HashSet::from([me.clone()]), out: Vec::new(), edges: Vec::new() };
     let docs: Vec<&[u8]> = match layout {
         Layout::Document => vec![bytes],
@@ -1164,7 +1164,7 @@ impl Loader<'_> {
 
     /// The record's own file, resolved on first use.
     fn origin_real(&self) -> Option<&PathBuf> {
-        self.origin_real.get_or_init(|| self.origin.and_then(|p| p.canonicalize().ok())).as_ref()
+        self.origin_real.get_or_init(|| self.origin.and_then(input::real_file)).as_ref()
     }
 
     /// Resolves `reference` against a document's directory: the path on disk and its

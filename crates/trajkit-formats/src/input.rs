@@ -234,7 +234,40 @@ pub struct RealDir(std::cell::OnceCell<Option<PathBuf>>);
 impl RealDir {
     /// The real path of `dir`, or `None` when it cannot be resolved.
     fn of(&self, dir: &Path) -> Option<&Path> {
-        self.0.get_or_init(|| dir.canonicalize().ok()).as_deref()
+        self.0.get_or_init(|| real_dir(dir)).as_deref()
+    }
+}
+
+/// What `canonicalize` gives for a directory, kept for the thread's next call with the same
+/// one: files are read in directory order, and each resolution costs a `readlink` per
+/// component (16 per ATIF file that names another, before).
+pub fn real_dir(dir: &Path) -> Option<PathBuf> {
+    thread_local! {
+        static LAST: std::cell::RefCell<Option<(PathBuf, Option<PathBuf>)>> = const { std::cell::RefCell::new(None) };
+    }
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        match last.as_ref() {
+            Some((d, real)) if d == dir => real.clone(),
+            _ => {
+                let real = dir.canonicalize().ok();
+                *last = Some((dir.to_path_buf(), real.clone()));
+                real
+            }
+        }
+    })
+}
+
+/// What `canonicalize` gives for a file: its directory's real path joined with its name when
+/// the file is not a link (one `lstat`), else `canonicalize` itself.
+pub fn real_file(path: &Path) -> Option<PathBuf> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    match path.file_name() {
+        Some(name) if !meta.file_type().is_symlink() => {
+            let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            Some(real_dir(parent)?.join(name))
+        }
+        _ => path.canonicalize().ok(),
     }
 }
 
@@ -389,10 +422,17 @@ mod tests {
             let want = p.canonicalize().ok().zip(std::fs::metadata(p).ok());
             assert_eq!(got.as_ref().map(|g| &g.0), want.as_ref().map(|w| &w.0), "{}", p.display());
             assert_eq!(got.map(|g| g.1.len()), want.map(|w| w.1.len()), "{}", p.display());
+            // Twice each: the second answer comes from the thread's remembered directory.
+            for _ in 0..2 {
+                assert_eq!(real_file(p), p.canonicalize().ok(), "{}", p.display());
+            }
         }
         // A bare name is in the working directory (the package's, under cargo test).
         let bare = Path::new("Cargo.toml");
         assert_eq!(real.resolve(bare).map(|r| r.0), bare.canonicalize().ok());
+        assert_eq!(real_file(bare), bare.canonicalize().ok());
+        assert_eq!(real_dir(&d.join("dirlink")), d.join("a/b").canonicalize().ok());
+        assert_eq!(real_dir(&d.join("none")), None);
     }
 
     fn input(path: &Path) -> InputFile {
