@@ -108,7 +108,12 @@ fn skip_ws(bytes: &[u8], mut i: usize) -> usize {
 /// makes them, or `None` when any element is something this loop leaves to serde_json.
 fn number_array(text: &str, open: usize) -> Option<(usize, Vec<Value>)> {
     let start = open + 1;
-    let close = start + memchr::memchr(b']', &text.as_bytes()[start..])?;
+    // The search stops at a quote too: every candidate's key has one, so a text of many
+    // unclosed candidates is not scanned to its end from each (quadratic).
+    let close = start + memchr::memchr2(b']', b'"', &text.as_bytes()[start..])?;
+    if text.as_bytes()[close] != b']' {
+        return None;
+    }
     let body = &text[start..close];
     let mut out = Vec::with_capacity(memchr::memchr_iter(b',', body.as_bytes()).count() + 1);
     let mut i = skip_ws(body.as_bytes(), 0);
@@ -334,6 +339,15 @@ mod tests {
         same(&format!(r#"{{"logprobs": [{LONG}], "logprobs": 1}}"#));
         same(&format!(r#"{{"logprob\u0073": [{LONG}], "logprobs": [{LONG}, 10]}}"#));
         same(&format!(r#"{{"logprobs": [{LONG}], "x": [1, 2, 3], "logprobs" : {{"content": [{LONG}]}}}}"#));
+    }
+
+    #[test]
+    fn unclosed_candidates_are_left_to_serde_json() {
+        let many =
+            format!(r#"{{"a": [{}], "logprobs": [{LONG}]}}"#, r#"{"logprobs": [1, 2, "x"]}, "#.repeat(2_000) + "1");
+        assert_eq!(find_arrays(&many).len(), 1);
+        same(&many);
+        same(&r#""logprobs": [1, 2"#.repeat(2_000));
     }
 
     #[test]
