@@ -341,6 +341,27 @@ mod tests {
         same(&format!(r#"{{"logprobs": [{LONG}], "x": [1, 2, 3], "logprobs" : {{"content": [{LONG}]}}}}"#));
     }
 
+    /// Every real fixture file, and each line of it, parses to serde_json's `Value`; the
+    /// figure pins how many token arrays the fixtures hold.
+    #[test]
+    fn real_fixtures_equal_serde_json() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/real");
+        let (files, _) = crate::discover(&[root]);
+        let mut arrays = 0;
+        for f in &files {
+            let Ok(bytes) = crate::input::read_all(f) else { continue };
+            let Ok(text) = std::str::from_utf8(&bytes) else { continue };
+            let lines = text.lines().filter(|l| text.len() > l.len() && !l.trim().is_empty());
+            for t in std::iter::once(text).chain(lines) {
+                arrays += find_arrays(t).len();
+                let ours = parse(t).map_err(|e| e.to_string());
+                let theirs = serde_json::from_str::<Value>(t).map_err(|e| e.to_string());
+                assert!(ours == theirs, "{}", f.display);
+            }
+        }
+        assert_eq!(arrays, 158);
+    }
+
     #[test]
     fn unclosed_candidates_are_left_to_serde_json() {
         let many =
