@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-15}
-targets=${FUZZ_TARGETS:-formats canonical zip parquet sqlite npy redact}
+targets=${FUZZ_TARGETS:-formats canonical zip parquet sqlite npy redact json}
 
 if [ "${1:-}" = --mutation ]; then
   cargo build -p trajkit-fuzz --locked --quiet

@@ -70,7 +70,7 @@ pub fn seeds(target: &str, repo: &Path) -> Result<Vec<Seed>, String> {
         "parquet" => vec![parquet_seed(&real.join("gym/tau2__example_rollouts.jsonl"))?],
         "sqlite" => pick(&|p| p.ends_with(".sqlite")),
         "npy" => walk(&repo.join("tests/fixtures/numeric")).iter().filter_map(|p| read_seed(p)).collect(),
-        "redact" => pick(&|p| p.ends_with(".json") || p.ends_with(".jsonl") || p.ends_with(".traj")),
+        "redact" | "json" => pick(&|p| p.ends_with(".json") || p.ends_with(".jsonl") || p.ends_with(".traj")),
         other => return Err(format!("unknown target {other:?}; targets: {}", TARGETS.join(", "))),
     };
     if seeds.is_empty() {

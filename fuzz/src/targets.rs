@@ -9,7 +9,7 @@ use trajkit_formats::{discover, read_inputs, InputFile, Options, Sink};
 use trajkit_model::Trajectory;
 
 /// Every target's name, in the order `fuzz/run.sh` runs them.
-pub const TARGETS: &[&str] = &["formats", "canonical", "zip", "parquet", "sqlite", "npy", "redact"];
+pub const TARGETS: &[&str] = &["formats", "canonical", "zip", "parquet", "sqlite", "npy", "redact", "json"];
 
 /// The file name an input of `target` is written under when its frame names none.
 pub fn default_name(target: &str) -> &'static str {
@@ -38,6 +38,7 @@ pub fn run(target: &str, name: &str, input: &[u8], scratch: &Path) -> String {
         "sqlite" => sqlite(input, scratch),
         "npy" => npy(name, input, scratch),
         "redact" => redact(input),
+        "json" => json(input),
         _ => pipeline(name, input, scratch, None).0,
     }
 }
@@ -143,6 +144,28 @@ fn redact(input: &[u8]) -> String {
         }
         Err(e) => format!("err {}", error_class(&e.to_string())),
     }
+}
+
+/// The parse every record goes through (token arrays read by `token_arrays`' own loop)
+/// against serde_json's, on the whole input and on each of its lines: the same `Value` and
+/// the same serialization, or both fail (a difference is a crash).
+fn json(input: &[u8]) -> String {
+    let lines = input.split(|&b| b == b'\n').filter(|l| l.len() < input.len());
+    let valid = std::iter::once(input).chain(lines).map(same_parse).filter(|ok| *ok).count();
+    match valid {
+        0 => "invalid".into(),
+        n => format!("ok {} valid", n.min(8)),
+    }
+}
+
+/// True when `text` parses; panics when `json::parse_text` and serde_json disagree.
+fn same_parse(text: &[u8]) -> bool {
+    let ours = trajkit_formats::json::parse_text(text);
+    let theirs = std::str::from_utf8(text).ok().and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok());
+    assert!(ours == theirs, "parse_text and serde_json give different values");
+    let json = |v: &Option<serde_json::Value>| v.as_ref().and_then(|v| serde_json::to_string(v).ok());
+    assert!(json(&ours) == json(&theirs), "parse_text and serde_json serialize differently");
+    ours.is_some()
 }
 
 /// An error message without its path and numbers: the class of problem.

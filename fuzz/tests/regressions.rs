@@ -64,5 +64,13 @@ fn accepted(signature: &str) -> bool {
 /// Seeds per target and how many of them are accepted (the others are fixtures kept because
 /// they are not trajectories or are malformed, and the Parquet seed, which no reader accepts:
 /// it covers the container and the rejection path).
-const EXPECTED_SEEDS: &[&str] =
-    &["formats 190 103", "canonical 528 528", "zip 6 4", "parquet 1 0", "sqlite 1 1", "npy 23 19", "redact 190 190"];
+const EXPECTED_SEEDS: &[&str] = &[
+    "formats 190 103",
+    "canonical 528 528",
+    "zip 6 4",
+    "parquet 1 0",
+    "sqlite 1 1",
+    "npy 23 19",
+    "redact 190 190",
+    "json 190 186",
+];

@@ -371,6 +371,14 @@ mod tests {
         same(&r#""logprobs": [1, 2"#.repeat(2_000));
     }
 
+    /// The loop writes numbers as serde_json's `Number` holds them without its
+    /// `arbitrary_precision` feature, which would keep `1.50` as written: this fails first
+    /// if a dependency ever turns that feature on.
+    #[test]
+    fn serde_json_numbers_are_not_arbitrary_precision() {
+        assert_eq!(serde_json::from_str::<Value>("1.50").map(|v| v.to_string()).ok().as_deref(), Some("1.5"));
+    }
+
     #[test]
     fn nesting_limits_are_serde_json_s() {
         let deep = |n: usize| format!("{}{{\"logprobs\": [{LONG}]}}{}", "[".repeat(n), "]".repeat(n));
