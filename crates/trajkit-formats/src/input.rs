@@ -68,6 +68,7 @@ fn is_candidate(path: &Path) -> bool {
 /// Expands arguments into input files: directories recursively (sorted, candidate
 /// extensions only), files as given. Missing paths are returned as errors, in order.
 pub fn discover(args: &[PathBuf]) -> (Vec<InputFile>, Vec<FormatError>) {
+    RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut files = Vec::new();
     let mut errors = Vec::new();
     for arg in args {
@@ -118,30 +119,6 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>, errors: &mut Vec<FormatError>) {
             Ok(t) if t.is_file() && is_candidate(&path) => out.push(path),
             _ => {}
         }
-    }
-}
-
-/// Real (canonical) paths of many files, each directory resolved once: `canonicalize`
-/// costs a `readlink` per path component, and planning a corpus of small files asked it
-/// twice per file on one thread.
-#[derive(Debug, Default)]
-pub struct RealPaths {
-    dirs: std::collections::HashMap<PathBuf, Option<PathBuf>>,
-}
-
-impl RealPaths {
-    /// What `canonicalize` and `metadata` (which follow links) give for `path`, or `None`
-    /// when either fails. A file that is not itself a link is its directory's real path
-    /// joined with its name, with one `lstat` instead of a `readlink` per component.
-    pub fn resolve(&mut self, path: &Path) -> Option<(PathBuf, std::fs::Metadata)> {
-        let meta = std::fs::symlink_metadata(path).ok()?;
-        let name = path.file_name().filter(|_| !meta.file_type().is_symlink());
-        let Some(name) = name else {
-            return Some((path.canonicalize().ok()?, std::fs::metadata(path).ok()?));
-        };
-        let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        let dir = self.dirs.entry(parent.to_path_buf()).or_insert_with(|| parent.canonicalize().ok());
-        Some((dir.as_ref()?.join(name), meta))
     }
 }
 
@@ -238,37 +215,49 @@ impl RealDir {
     }
 }
 
+/// Bumped by every [`discover`]: a directory's remembered real path holds for the run that
+/// resolved it, never for a later run in the same process (the Python package's).
+static RUN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// What `canonicalize` gives for a directory, kept for the thread's next call with the same
-/// one: files are read in directory order, and each resolution costs a `readlink` per
-/// component (16 per ATIF file that names another, before).
+/// one in the same run: files are read in directory order, and each resolution costs a
+/// `readlink` per component (16 per ATIF file that names another, before).
 pub fn real_dir(dir: &Path) -> Option<PathBuf> {
+    type Last = Option<(u64, PathBuf, Option<PathBuf>)>;
     thread_local! {
-        static LAST: std::cell::RefCell<Option<(PathBuf, Option<PathBuf>)>> = const { std::cell::RefCell::new(None) };
+        static LAST: std::cell::RefCell<Last> = const { std::cell::RefCell::new(None) };
     }
+    let run = RUN.load(std::sync::atomic::Ordering::Relaxed);
     LAST.with(|last| {
         let mut last = last.borrow_mut();
         match last.as_ref() {
-            Some((d, real)) if d == dir => real.clone(),
+            Some((r, d, real)) if *r == run && d == dir => real.clone(),
             _ => {
                 let real = dir.canonicalize().ok();
-                *last = Some((dir.to_path_buf(), real.clone()));
+                *last = Some((run, dir.to_path_buf(), real.clone()));
                 real
             }
         }
     })
 }
 
-/// What `canonicalize` gives for a file: its directory's real path joined with its name when
-/// the file is not a link (one `lstat`), else `canonicalize` itself.
-pub fn real_file(path: &Path) -> Option<PathBuf> {
+/// What `canonicalize` and `metadata` (which follow links) give for `path`, or `None` when
+/// either fails. A file that is not itself a link is its directory's real path joined with
+/// its name, with one `lstat` instead of a `readlink` per component.
+pub fn real_file_and_metadata(path: &Path) -> Option<(PathBuf, std::fs::Metadata)> {
     let meta = std::fs::symlink_metadata(path).ok()?;
     match path.file_name() {
         Some(name) if !meta.file_type().is_symlink() => {
             let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-            Some(real_dir(parent)?.join(name))
+            Some((real_dir(parent)?.join(name), meta))
         }
-        _ => path.canonicalize().ok(),
+        _ => Some((path.canonicalize().ok()?, std::fs::metadata(path).ok()?)),
     }
+}
+
+/// What `canonicalize` gives for a file ([`real_file_and_metadata`] without the metadata).
+pub fn real_file(path: &Path) -> Option<PathBuf> {
+    real_file_and_metadata(path).map(|(real, _)| real)
 }
 
 /// [`resolve_inside`] for a caller that resolves several references against one directory,
@@ -416,9 +405,8 @@ mod tests {
             d.join("a/b/missing.json"),
             d.join("a/b"),
         ];
-        let mut real = RealPaths::default();
         for p in &paths {
-            let got = real.resolve(p);
+            let got = real_file_and_metadata(p);
             let want = p.canonicalize().ok().zip(std::fs::metadata(p).ok());
             assert_eq!(got.as_ref().map(|g| &g.0), want.as_ref().map(|w| &w.0), "{}", p.display());
             assert_eq!(got.map(|g| g.1.len()), want.map(|w| w.1.len()), "{}", p.display());
@@ -429,7 +417,6 @@ mod tests {
         }
         // A bare name is in the working directory (the package's, under cargo test).
         let bare = Path::new("Cargo.toml");
-        assert_eq!(real.resolve(bare).map(|r| r.0), bare.canonicalize().ok());
         assert_eq!(real_file(bare), bare.canonicalize().ok());
         assert_eq!(real_dir(&d.join("dirlink")), d.join("a/b").canonicalize().ok());
         assert_eq!(real_dir(&d.join("none")), None);

@@ -376,9 +376,8 @@ pub fn consumption_edges(files: &[InputFile], opts: &Options) -> Result<Vec<(usi
     if refs.is_empty() {
         return Ok(Vec::new());
     }
-    let mut real_paths = input::RealPaths::default();
     let by_path: HashMap<PathBuf, usize> =
-        files.iter().enumerate().filter_map(|(i, f)| Some((real_paths.resolve(&f.fs_path)?.0, i))).collect();
+        files.iter().enumerate().filter_map(|(i, f)| Some((input::real_file(&f.fs_path)?, i))).collect();
     let mut edges = Vec::new();
     for (i, targets) in refs {
         edges.extend(targets.iter().filter_map(|t| by_path.get(t)).filter(|&&j| j != i).map(|&j| (i, j)));
@@ -694,9 +693,8 @@ fn mark_consumed(plans: &mut [Plan]) {
     if consumer.is_empty() {
         return;
     }
-    let mut real_paths = input::RealPaths::default();
     for p in plans.iter_mut() {
-        let Some((real, _)) = real_paths.resolve(&p.file.fs_path) else {
+        let Some(real) = input::real_file(&p.file.fs_path) else {
             continue;
         };
         if let Some((by, family)) = consumer.get(&real) {

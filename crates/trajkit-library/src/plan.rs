@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use trajkit_formats::input::RealPaths;
+use trajkit_formats::input::real_file_and_metadata;
 use trajkit_formats::{InputFile, Options};
 
 use crate::build::BuildOptions;
@@ -100,9 +100,8 @@ fn plan_files(registry: &Registry, inputs: &[PathBuf]) -> Result<(Vec<PlannedFil
     let mut seen = HashSet::new();
     let mut warnings = Vec::new();
     let mut plan = Vec::new();
-    let mut real_paths = RealPaths::default();
     for file in files {
-        let (canonical, bytes) = match real_paths.resolve(&file.fs_path) {
+        let (canonical, bytes) = match real_file_and_metadata(&file.fs_path) {
             Some((real, meta)) => (real, meta.len()),
             None => (file.fs_path.clone(), std::fs::metadata(&file.fs_path).map_or(0, |m| m.len())),
         };
