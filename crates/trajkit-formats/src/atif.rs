@@ -1176,11 +1176,9 @@ impl Loader<'_> {
     fn locate_path(&self, src: &DocSource, reference: &str) -> Result<(PathBuf, String), String> {
         let display = src.display_dir.join(reference).display().to_string();
         // The path is already real when it exists (`resolve_inside` canonicalizes it).
-        let real = input::resolve_inside_of(self.root, &src.dir, &src.dir_real, reference)
-            .map_err(|e| format!("{display}: {e}"))?;
-        if !real.is_file() {
-            return Err(format!("{display}: file not found"));
-        }
+        let real = input::resolve_file_inside_of(self.root, &src.dir, &src.dir_real, reference)
+            .map_err(|e| format!("{display}: {e}"))?
+            .ok_or_else(|| format!("{display}: file not found"))?;
         if self.stack.contains(&real) || self.origin_real().is_some_and(|me| *me == real) {
             return Err(format!("{display}: reference cycle"));
         }
@@ -1758,12 +1756,9 @@ impl RefWalk<'_> {
             return;
         }
         // The path is already real when it exists (`resolve_inside` canonicalizes it).
-        let Ok(real) = input::resolve_inside_of(self.root, dir, dir_real, reference) else {
+        let Ok(Some(real)) = input::resolve_file_inside_of(self.root, dir, dir_real, reference) else {
             return;
         };
-        if !real.is_file() {
-            return;
-        }
         if self.seen.contains(&real) {
             self.edges.push((from.to_path_buf(), real));
             return;

@@ -68,7 +68,7 @@ fn is_candidate(path: &Path) -> bool {
 /// Expands arguments into input files: directories recursively (sorted, candidate
 /// extensions only), files as given. Missing paths are returned as errors, in order.
 pub fn discover(args: &[PathBuf]) -> (Vec<InputFile>, Vec<FormatError>) {
-    RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    begin_run();
     let mut files = Vec::new();
     let mut errors = Vec::new();
     for arg in args {
@@ -215,9 +215,15 @@ impl RealDir {
     }
 }
 
-/// Bumped by every [`discover`]: a directory's remembered real path holds for the run that
-/// resolved it, never for a later run in the same process (the Python package's).
+/// Bumped by every [`discover`] and every read: a remembered real path or resolution holds
+/// for the run that found it, never for a later run in the same process (the Python
+/// package's, or a caller's that changed the files in between).
 static RUN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Forgets what the file system answered before: the caches above hold within one run.
+pub(crate) fn begin_run() {
+    RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
 
 /// What `canonicalize` gives for a directory, kept for the thread's next call with the same
 /// one in the same run: files are read in directory order, and each resolution costs a
@@ -268,6 +274,32 @@ pub fn resolve_inside_of(
     real_dir: &RealDir,
     reference: &str,
 ) -> Result<PathBuf, FormatError> {
+    resolve_target(root, base_dir, real_dir, reference).map(|(path, _)| path)
+}
+
+/// [`resolve_inside_of`] for a reference to a file: the path when it is a regular file
+/// (following links), else `None`. Where the path holds no link, the `lstat` that checked
+/// for one already says so: a second `stat` per reference was a third of a many-file
+/// ATIF `validate`'s system calls.
+pub fn resolve_file_inside_of(
+    root: &Path,
+    base_dir: &Path,
+    real_dir: &RealDir,
+    reference: &str,
+) -> Result<Option<PathBuf>, FormatError> {
+    let (path, is_file) = resolve_target(root, base_dir, real_dir, reference)?;
+    let is_file = is_file.unwrap_or_else(|| path.is_file());
+    Ok(is_file.then_some(path))
+}
+
+/// [`resolve_inside_of`], with whether the result is a regular file when the resolution
+/// learned it (`None`: ask the file system).
+fn resolve_target(
+    root: &Path,
+    base_dir: &Path,
+    real_dir: &RealDir,
+    reference: &str,
+) -> Result<(PathBuf, Option<bool>), FormatError> {
     let rel = Path::new(reference);
     let escapes =
         || FormatError::PathEscapesRoot { reference: reference.to_string(), root: root.display().to_string() };
@@ -304,30 +336,61 @@ pub fn resolve_inside_of(
         return Err(escapes());
     }
     // Symlinks may still point out: check the real path when the file exists.
-    if let Some(real) = real_beyond(&joined, known) {
-        if !real.starts_with(root) {
-            return Err(escapes());
-        }
-        return Ok(real);
+    match real_beyond_recent(&joined, known) {
+        Some((real, _)) if !real.starts_with(root) => Err(escapes()),
+        Some((real, is_file)) => Ok((real, is_file)),
+        // A path that cannot be resolved is no file (its `stat` fails as its `lstat` did).
+        None if known > 0 => Ok((joined, Some(false))),
+        None => Ok((joined, None)),
     }
-    Ok(joined)
+}
+
+/// [`real_beyond`], kept for the thread's next few calls in the same run: the plan
+/// resolves an ATIF file's references to find the files it consumes, then the validator
+/// and the loader resolve them again, one after the other on the same thread.
+fn real_beyond_recent(path: &Path, known: usize) -> Option<(PathBuf, Option<bool>)> {
+    type Found = Option<(PathBuf, Option<bool>)>;
+    const KEEP: usize = 8;
+    thread_local! {
+        static RECENT: std::cell::RefCell<Vec<(u64, usize, PathBuf, Found)>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let run = RUN.load(std::sync::atomic::Ordering::Relaxed);
+    RECENT.with(|recent| {
+        let mut recent = recent.borrow_mut();
+        if let Some((.., found)) = recent.iter().find(|(r, k, p, _)| *r == run && *k == known && p == path) {
+            return found.clone();
+        }
+        let found = real_beyond(path, known);
+        if recent.len() == KEEP {
+            recent.remove(0);
+        }
+        recent.push((run, known, path.to_path_buf(), found.clone()));
+        found
+    })
 }
 
 /// What `canonicalize` gives for `path` (`None` where it fails) when its first `known`
 /// components are already a real path: an `lstat` of each further prefix, and
-/// `canonicalize` itself from the first link on.
-fn real_beyond(path: &Path, known: usize) -> Option<PathBuf> {
+/// `canonicalize` itself from the first link on. With it, whether the path is a regular
+/// file when the last `lstat` was of the path itself and found no link.
+fn real_beyond(path: &Path, known: usize) -> Option<(PathBuf, Option<bool>)> {
     if known == 0 {
-        return path.canonicalize().ok();
+        return path.canonicalize().ok().map(|real| (real, None));
     }
     let mut prefix = PathBuf::new();
+    let mut is_file = None;
     for (i, c) in path.components().enumerate() {
         prefix.push(c);
-        if i >= known && std::fs::symlink_metadata(&prefix).ok()?.file_type().is_symlink() {
-            return path.canonicalize().ok();
+        is_file = None;
+        if i >= known {
+            let kind = std::fs::symlink_metadata(&prefix).ok()?.file_type();
+            if kind.is_symlink() {
+                return path.canonicalize().ok().map(|real| (real, None));
+            }
+            is_file = Some(kind.is_file());
         }
     }
-    Some(path.to_path_buf())
+    Some((path.to_path_buf(), is_file))
 }
 
 #[cfg(test)]
@@ -380,11 +443,36 @@ mod tests {
             "../../outside/secret.json",
             "sub/missing.json",
             "sub/a.json/x.json",
+            "sub",
+            "inlink",
+            ".",
+            "",
         ] {
             let got =
                 resolve_inside_of(&root, &root.join("run"), &real_dir, reference).map_err(|_| "escapes".to_string());
             assert_eq!(got, oracle(reference), "{reference}");
+            // The file answer, from the resolution's own `lstat` where it has one, is `is_file`'s.
+            let file = resolve_file_inside_of(&root, &root.join("run"), &real_dir, reference)
+                .map_err(|_| "escapes".to_string());
+            let want = oracle(reference).map(|p| p.is_file().then_some(p));
+            assert_eq!(file, want, "{reference}");
         }
+    }
+
+    /// Synthetic: a file created after a reference to it was resolved is found by the next
+    /// run (the thread's recent resolutions hold within one run only).
+    #[test]
+    fn a_new_run_finds_files_created_since() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path().canonicalize().expect("real temp dir");
+        let real_dir = RealDir::default();
+        assert_eq!(resolve_file_inside_of(&root, &root, &real_dir, "late.json").ok(), Some(None));
+        std::fs::write(root.join("late.json"), b"{}").expect("file");
+        begin_run();
+        assert_eq!(
+            resolve_file_inside_of(&root, &root, &real_dir, "late.json").ok(),
+            Some(Some(root.join("late.json")))
+        );
     }
 
     /// Synthetic (no real fixture holds links): real paths through a linked file, a

@@ -233,6 +233,7 @@ fn mapping_pool() -> Result<Option<rayon::ThreadPool>, FormatError> {
 
 /// Reads every file, calling the sink in input order; returns one report per file.
 pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -> Result<Vec<FileReport>, FormatError> {
+    input::begin_run();
     let forced = forced_reader(opts)?;
     let limit = opts.record_limit();
     // A command that keeps nothing per record reads small documents while planning.
