@@ -1496,17 +1496,26 @@ fn map_agent(a: Value) -> (Agent, Option<Vec<Value>>, Option<Value>) {
 }
 
 fn map_metrics(v: Value) -> Metrics {
-    let Value::Object(mut m) = v else {
+    let Value::Object(m) = v else {
         return Metrics::default();
     };
-    Metrics {
-        duration_seconds: None,
-        cached_tokens: json::take_u64(&mut m, "cached_tokens"),
-        completion_tokens: json::take_u64(&mut m, "completion_tokens"),
-        cost_usd: json::take_f64(&mut m, "cost_usd"),
-        prompt_tokens: json::take_u64(&mut m, "prompt_tokens"),
-        extra: json::into_extra(m),
-    }
+    let mut metrics = Metrics::default();
+    metrics.extra = json::split_fields(m, |key, v| {
+        match key {
+            "cached_tokens" | "completion_tokens" | "prompt_tokens" if v.is_u64() => {
+                let n = v.as_u64();
+                match key {
+                    "cached_tokens" => metrics.cached_tokens = n,
+                    "completion_tokens" => metrics.completion_tokens = n,
+                    _ => metrics.prompt_tokens = n,
+                }
+            }
+            "cost_usd" if v.is_number() => metrics.cost_usd = v.as_f64(),
+            _ => return Some(v),
+        }
+        None
+    });
+    metrics
 }
 
 fn map_final_metrics(v: Value) -> Metrics {
@@ -1524,7 +1533,7 @@ fn map_final_metrics(v: Value) -> Metrics {
 }
 
 fn map_step(v: Value) -> Step {
-    let Value::Object(mut m) = v else {
+    let Value::Object(m) = v else {
         return Step::new(Role::System, Some(v));
     };
     let role = match m.get("source").and_then(Value::as_str) {
@@ -1532,81 +1541,80 @@ fn map_step(v: Value) -> Step {
         Some("agent") => Role::Assistant,
         _ => Role::System,
     };
-    if matches!(m.get("source"), Some(Value::String(_))) {
-        m.remove("source");
-    }
-    let mut step = Step::new(role, json::take(&mut m, "message"));
-    step.source_id = json::take(&mut m, "step_id");
-    step.timestamp = json::take_str(&mut m, "timestamp");
-    step.model = json::take_str(&mut m, "model_name");
-    step.reasoning = json::take_str(&mut m, "reasoning_content");
-    match json::take(&mut m, "is_copied_context") {
-        Some(Value::Bool(b)) => step.copied_context = b,
-        Some(other) => {
-            m.insert("is_copied_context".into(), other);
+    let mut step = Step::new(role, None);
+    let mut observation = None;
+    // A value of another type than the field's (or a `null`) stays in `extra`.
+    let mut extra = json::split_fields(m, |key, v| {
+        match (key, v) {
+            ("source", Value::String(_)) => {}
+            ("message", v) if !v.is_null() => step.content = Some(v),
+            ("step_id", v) if !v.is_null() => step.source_id = Some(v),
+            ("timestamp", Value::String(s)) => step.timestamp = Some(s),
+            ("model_name", Value::String(s)) => step.model = Some(s),
+            ("reasoning_content", Value::String(s)) => step.reasoning = Some(s),
+            ("is_copied_context", Value::Bool(b)) => step.copied_context = b,
+            ("tool_calls", Value::Array(calls)) => step.tool_calls = calls.into_iter().map(map_call).collect(),
+            ("metrics", v) if !v.is_null() => step.metrics = Some(map_metrics(v)),
+            ("observation", Value::Object(o)) => observation = Some(o),
+            (_, v) => return Some(v),
         }
-        None => {}
-    }
-    match json::take(&mut m, "tool_calls") {
-        Some(Value::Array(calls)) => step.tool_calls = calls.into_iter().map(map_call).collect(),
-        Some(other) => {
-            m.insert("tool_calls".into(), other);
+        None
+    });
+    if let Some(mut o) = observation {
+        if let Some(Value::Array(results)) = json::take(&mut o, "results") {
+            step.tool_results = results.into_iter().map(map_result).collect();
         }
-        None => {}
-    }
-    if let Some(metrics) = json::take(&mut m, "metrics") {
-        step.metrics = Some(map_metrics(metrics));
-    }
-    match json::take(&mut m, "observation") {
-        Some(Value::Object(mut o)) => {
-            if let Some(Value::Array(results)) = json::take(&mut o, "results") {
-                step.tool_results = results.into_iter().map(map_result).collect();
-            }
-            if !o.is_empty() {
-                m.insert("observation".into(), Value::Object(o));
-            }
+        if !o.is_empty() {
+            extra.insert("observation".into(), Value::Object(o));
         }
-        Some(other) => {
-            m.insert("observation".into(), other);
-        }
-        None => {}
     }
-    step.subagent = m.get("extra").and_then(|e| e.get("is_sidechain")).and_then(Value::as_bool).unwrap_or(false);
-    step.extra = json::into_extra(m);
+    step.subagent = extra.get("extra").and_then(|e| e.get("is_sidechain")).and_then(Value::as_bool).unwrap_or(false);
+    step.extra = extra;
     step
 }
 
 fn map_call(v: Value) -> ToolCall {
-    let Value::Object(mut m) = v else {
-        return ToolCall {
-            arguments: v,
-            arguments_invalid: false,
-            extra: Extra::new(),
-            id: None,
-            name: String::new(),
-            text_embedded: false,
-        };
-    };
-    ToolCall {
-        arguments: json::take(&mut m, "arguments").unwrap_or_else(|| Value::Object(Map::new())),
+    let mut call = ToolCall {
+        arguments: Value::Object(Map::new()),
         arguments_invalid: false,
-        id: json::take_str(&mut m, "tool_call_id"),
-        name: json::take_str(&mut m, "function_name").unwrap_or_default(),
+        extra: Extra::new(),
+        id: None,
+        name: String::new(),
         text_embedded: false,
-        extra: json::into_extra(m),
-    }
+    };
+    let Value::Object(m) = v else {
+        call.arguments = v;
+        return call;
+    };
+    let extra = json::split_fields(m, |key, v| {
+        match (key, v) {
+            ("arguments", v) if !v.is_null() => call.arguments = v,
+            ("tool_call_id", Value::String(s)) => call.id = Some(s),
+            ("function_name", Value::String(s)) => call.name = s,
+            (_, v) => return Some(v),
+        }
+        None
+    });
+    call.extra = extra;
+    call
 }
 
 fn map_result(v: Value) -> ToolResult {
-    let Value::Object(mut m) = v else {
-        return ToolResult { call_id: None, content: Some(v), extra: Extra::new(), subagent_refs: Vec::new() };
+    let mut result = ToolResult { call_id: None, content: None, extra: Extra::new(), subagent_refs: Vec::new() };
+    let Value::Object(m) = v else {
+        result.content = Some(v);
+        return result;
     };
-    ToolResult {
-        call_id: json::take_str(&mut m, "source_call_id"),
-        content: json::take(&mut m, "content"),
-        subagent_refs: Vec::new(),
-        extra: json::into_extra(m),
-    }
+    let extra = json::split_fields(m, |key, v| {
+        match (key, v) {
+            ("source_call_id", Value::String(s)) => result.call_id = Some(s),
+            ("content", v) if !v.is_null() => result.content = Some(v),
+            (_, v) => return Some(v),
+        }
+        None
+    });
+    result.extra = extra;
+    result
 }
 
 /// Unanswered and duplicate tool calls. Results are linked by id only, never by
