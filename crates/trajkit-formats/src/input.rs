@@ -279,8 +279,7 @@ pub fn resolve_inside_of(
 
 /// [`resolve_inside_of`] for a reference to a file: the path when it is a regular file
 /// (following links), else `None`. Where the path holds no link, the `lstat` that checked
-/// for one already says so: a second `stat` per reference was a third of a many-file
-/// ATIF `validate`'s system calls.
+/// for one already says so, where a `stat` followed it (two per ATIF subagent reference).
 pub fn resolve_file_inside_of(
     root: &Path,
     base_dir: &Path,
