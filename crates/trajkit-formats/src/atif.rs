@@ -1286,13 +1286,13 @@ impl Loader<'_> {
                     }
                 }
                 if let Some(f) = &fm {
-                    metrics = Some(map_final_metrics(f.clone()));
+                    metrics = Some(map_metrics(f.clone(), "total_"));
                 }
                 head_final = fm;
                 extra.extend(json::into_extra(m));
             } else {
                 if let Some(f) = &fm {
-                    metrics = Some(map_final_metrics(f.clone()));
+                    metrics = Some(map_metrics(f.clone(), "total_"));
                 }
                 let mut entry = m;
                 if let Some(f) = fm {
@@ -1495,41 +1495,24 @@ fn map_agent(a: Value) -> (Agent, Option<Vec<Value>>, Option<Value>) {
     (agent, tools, rest)
 }
 
-fn map_metrics(v: Value) -> Metrics {
+/// A step's `metrics` (`prefix` empty) or a trajectory's `final_metrics` (`"total_"`): the
+/// same four figures under prefixed names; anything else stays in `extra`.
+fn map_metrics(v: Value, prefix: &str) -> Metrics {
     let Value::Object(m) = v else {
         return Metrics::default();
     };
     let mut metrics = Metrics::default();
     metrics.extra = json::split_fields(m, |key, v| {
-        match key {
-            "cached_tokens" | "completion_tokens" | "prompt_tokens" if v.is_u64() => {
-                let n = v.as_u64();
-                match key {
-                    "cached_tokens" => metrics.cached_tokens = n,
-                    "completion_tokens" => metrics.completion_tokens = n,
-                    _ => metrics.prompt_tokens = n,
-                }
-            }
-            "cost_usd" if v.is_number() => metrics.cost_usd = v.as_f64(),
+        match (key.strip_prefix(prefix), v.as_u64()) {
+            (Some("cached_tokens"), Some(n)) => metrics.cached_tokens = Some(n),
+            (Some("completion_tokens"), Some(n)) => metrics.completion_tokens = Some(n),
+            (Some("prompt_tokens"), Some(n)) => metrics.prompt_tokens = Some(n),
+            (Some("cost_usd"), _) if v.is_number() => metrics.cost_usd = v.as_f64(),
             _ => return Some(v),
         }
         None
     });
     metrics
-}
-
-fn map_final_metrics(v: Value) -> Metrics {
-    let Value::Object(mut m) = v else {
-        return Metrics::default();
-    };
-    Metrics {
-        duration_seconds: None,
-        cached_tokens: json::take_u64(&mut m, "total_cached_tokens"),
-        completion_tokens: json::take_u64(&mut m, "total_completion_tokens"),
-        cost_usd: json::take_f64(&mut m, "total_cost_usd"),
-        prompt_tokens: json::take_u64(&mut m, "total_prompt_tokens"),
-        extra: json::into_extra(m),
-    }
 }
 
 fn map_step(v: Value) -> Step {
@@ -1554,7 +1537,7 @@ fn map_step(v: Value) -> Step {
             ("reasoning_content", Value::String(s)) => step.reasoning = Some(s),
             ("is_copied_context", Value::Bool(b)) => step.copied_context = b,
             ("tool_calls", Value::Array(calls)) => step.tool_calls = calls.into_iter().map(map_call).collect(),
-            ("metrics", v) if !v.is_null() => step.metrics = Some(map_metrics(v)),
+            ("metrics", v) if !v.is_null() => step.metrics = Some(map_metrics(v, "")),
             ("observation", Value::Object(o)) => observation = Some(o),
             (_, v) => return Some(v),
         }

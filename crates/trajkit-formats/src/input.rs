@@ -220,31 +220,44 @@ impl RealDir {
 /// package's, or a caller's that changed the files in between).
 static RUN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-/// Forgets what the file system answered before: the caches above hold within one run.
+/// Forgets what the file system answered before: [`real_dir`]'s and the resolutions' caches
+/// hold within one run.
 pub(crate) fn begin_run() {
     RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// A thread's last `N` answers of the file system in the current run, oldest first.
+struct Recent<K, V, const N: usize>(Vec<(u64, K, V)>);
+
+impl<K, V: Clone, const N: usize> Recent<K, V, N> {
+    const fn new() -> Self {
+        Recent(Vec::new())
+    }
+
+    /// The answer kept in this run for the key that `is` accepts, else the key and answer
+    /// `ask` gives, kept in place of the oldest.
+    fn get(&mut self, is: impl Fn(&K) -> bool, ask: impl FnOnce() -> (K, V)) -> V {
+        let run = RUN.load(std::sync::atomic::Ordering::Relaxed);
+        if let Some((.., v)) = self.0.iter().find(|(r, k, _)| *r == run && is(k)) {
+            return v.clone();
+        }
+        let (k, v) = ask();
+        if self.0.len() == N {
+            self.0.remove(0);
+        }
+        self.0.push((run, k, v.clone()));
+        v
+    }
 }
 
 /// What `canonicalize` gives for a directory, kept for the thread's next call with the same
 /// one in the same run: files are read in directory order, and each resolution costs a
 /// `readlink` per component (16 per ATIF file that names another, before).
 pub fn real_dir(dir: &Path) -> Option<PathBuf> {
-    type Last = Option<(u64, PathBuf, Option<PathBuf>)>;
     thread_local! {
-        static LAST: std::cell::RefCell<Last> = const { std::cell::RefCell::new(None) };
+        static LAST: std::cell::RefCell<Recent<PathBuf, Option<PathBuf>, 1>> = const { std::cell::RefCell::new(Recent::new()) };
     }
-    let run = RUN.load(std::sync::atomic::Ordering::Relaxed);
-    LAST.with(|last| {
-        let mut last = last.borrow_mut();
-        match last.as_ref() {
-            Some((r, d, real)) if *r == run && d == dir => real.clone(),
-            _ => {
-                let real = dir.canonicalize().ok();
-                *last = Some((run, dir.to_path_buf(), real.clone()));
-                real
-            }
-        }
-    })
+    LAST.with(|last| last.borrow_mut().get(|d| d == dir, || (dir.to_path_buf(), dir.canonicalize().ok())))
 }
 
 /// What `canonicalize` and `metadata` (which follow links) give for `path`, or `None` when
@@ -349,22 +362,13 @@ fn resolve_target(
 /// and the loader resolve them again, one after the other on the same thread.
 fn real_beyond_recent(path: &Path, known: usize) -> Option<(PathBuf, Option<bool>)> {
     type Found = Option<(PathBuf, Option<bool>)>;
-    const KEEP: usize = 8;
     thread_local! {
-        static RECENT: std::cell::RefCell<Vec<(u64, usize, PathBuf, Found)>> = const { std::cell::RefCell::new(Vec::new()) };
+        static RECENT: std::cell::RefCell<Recent<(PathBuf, usize), Found, 8>> = const { std::cell::RefCell::new(Recent::new()) };
     }
-    let run = RUN.load(std::sync::atomic::Ordering::Relaxed);
     RECENT.with(|recent| {
-        let mut recent = recent.borrow_mut();
-        if let Some((.., found)) = recent.iter().find(|(r, k, p, _)| *r == run && *k == known && p == path) {
-            return found.clone();
-        }
-        let found = real_beyond(path, known);
-        if recent.len() == KEEP {
-            recent.remove(0);
-        }
-        recent.push((run, known, path.to_path_buf(), found.clone()));
-        found
+        recent
+            .borrow_mut()
+            .get(|(p, k)| p == path && *k == known, || ((path.to_path_buf(), known), real_beyond(path, known)))
     })
 }
 
@@ -380,7 +384,6 @@ fn real_beyond(path: &Path, known: usize) -> Option<(PathBuf, Option<bool>)> {
     let mut is_file = None;
     for (i, c) in path.components().enumerate() {
         prefix.push(c);
-        is_file = None;
         if i >= known {
             let kind = std::fs::symlink_metadata(&prefix).ok()?.file_type();
             if kind.is_symlink() {
