@@ -10,8 +10,7 @@ use std::ops::Range;
 
 use serde_json::{Map, Value};
 use trajkit_model::{
-    canonical::instruction_task_key, Authorship, Extra, Outcome, Provenance, Role, Status, Step, Task, TaskKeySource,
-    ToolCall, ToolResult, Trajectory, Verification,
+    Authorship, Extra, Outcome, Provenance, Role, Status, Step, Task, ToolCall, ToolResult, Trajectory, Verification,
 };
 
 use crate::chat::first_instruction;
@@ -356,17 +355,6 @@ fn sft_steps(row: &mut Map<String, Value>) -> Result<Vec<Step>, Problem> {
 fn task(id: Option<&str>, steps: &[Step], sha: &str) -> Task {
     let instance = id.map(strip_adp_counter).filter(|bare| id.is_some_and(|full| bare.len() < full.len()));
     let instruction = first_instruction(steps);
-    let (key, key_source) = match (instance, &instruction) {
-        (Some(bare), _) => (bare.to_string(), TaskKeySource::Explicit),
-        (None, Some(text)) => (instruction_task_key(text, Some(FAMILY)), TaskKeySource::InstructionHash),
-        (None, None) => (format!("r:{}", &sha[..16]), TaskKeySource::RecordHash),
-    };
-    Task {
-        environment: Some(FAMILY.into()),
-        environment_version: None,
-        id: instance.map(str::to_string),
-        instruction,
-        key,
-        key_source,
-    }
+    let instance = instance.map(str::to_string);
+    Task::keyed(instance.clone(), instance, instruction, Some(FAMILY.into()), sha)
 }

@@ -12,10 +12,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
-use trajkit_model::canonical::{instruction_task_key, sha256_hex};
+use trajkit_model::canonical::sha256_hex;
 use trajkit_model::{
-    Agent, Extra, Gap, GapKind, Metrics, Provenance, Role, Step, Subagent, Task, TaskKeySource, ToolCall, ToolResult,
-    Trajectory,
+    Agent, Extra, Gap, GapKind, Metrics, Provenance, Role, Step, Subagent, Task, ToolCall, ToolResult, Trajectory,
 };
 
 use crate::input::{self, InputFile};
@@ -1658,24 +1657,7 @@ fn task_of(steps: &[Step], short_sha: &str) -> Task {
         .and_then(|s| s.content.as_ref())
         .and_then(json::content_text)
         .filter(|t| !t.trim().is_empty());
-    match instruction {
-        Some(text) => Task {
-            environment_version: None,
-            environment: None,
-            id: None,
-            key: instruction_task_key(&text, None),
-            key_source: TaskKeySource::InstructionHash,
-            instruction: Some(text),
-        },
-        None => Task {
-            environment_version: None,
-            environment: None,
-            id: None,
-            instruction: None,
-            key: format!("r:{short_sha}"),
-            key_source: TaskKeySource::RecordHash,
-        },
-    }
+    Task::keyed(None, None, instruction, None, short_sha)
 }
 
 // ---------------------------------------------------------------------------------

@@ -12,8 +12,7 @@ use std::ops::Range;
 
 use serde_json::{Map, Value};
 use trajkit_model::{
-    canonical::instruction_task_key, Agent, Authorship, Extra, Outcome, Role, Status, Step, Task, TaskKeySource,
-    ToolCall, ToolResult, Trajectory, Verification,
+    Agent, Authorship, Extra, Outcome, Role, Status, Step, Task, ToolCall, ToolResult, Trajectory, Verification,
 };
 
 use crate::input::InputFile;
@@ -328,22 +327,14 @@ fn chat_task(family: &str, row: &mut Map<String, Value>, steps: &[Step], sha: &s
 /// explicit; else the hashed instruction; else the record hash. Shared with mapped records.
 pub(crate) fn task_of(environment: &str, id: Option<String>, instruction: Option<String>, sha: &str) -> Task {
     let id = id.filter(|s| !s.is_empty());
-    let (key, key_source) = match (&id, &instruction) {
-        (Some(id), _) => (format!("{environment}/{id}"), TaskKeySource::Explicit),
-        (None, Some(text)) => (instruction_task_key(text, Some(environment)), TaskKeySource::InstructionHash),
-        (None, None) => (format!("r:{}", sha.get(..16).unwrap_or(sha)), TaskKeySource::RecordHash),
-    };
-    Task { environment: Some(environment.to_string()), environment_version: None, id, instruction, key, key_source }
+    let key = id.as_ref().map(|id| format!("{environment}/{id}"));
+    Task::keyed(key, id, instruction, Some(environment.to_string()), sha)
 }
 
 /// The task of a coding-agent session, which names no environment or task id: its
 /// `instruction` hashed into the key, else the record hash.
 pub(crate) fn session_task(instruction: Option<String>, sha: &str) -> Task {
-    let (key, key_source) = match &instruction {
-        Some(text) => (instruction_task_key(text, None), TaskKeySource::InstructionHash),
-        None => (format!("r:{}", sha.get(..16).unwrap_or(sha)), TaskKeySource::RecordHash),
-    };
-    Task { environment: None, environment_version: None, id: None, instruction, key, key_source }
+    Task::keyed(None, None, instruction, None, sha)
 }
 
 /// The session task (see [`session_task`]) of the first user step with text.

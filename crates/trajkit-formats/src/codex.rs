@@ -9,8 +9,7 @@
 
 use serde_json::{Map, Value};
 use trajkit_model::{
-    canonical::instruction_task_key, Agent, Authorship, Extra, Gap, GapKind, Metrics, Provenance, Role, Step, Task,
-    TaskKeySource, ToolCall, ToolResult, Trajectory,
+    Agent, Authorship, Extra, Gap, GapKind, Metrics, Provenance, Role, Step, Task, ToolCall, ToolResult, Trajectory,
 };
 
 use crate::claude_code::parse_lines;
@@ -497,11 +496,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
             .filter(|s| s.role == Role::User && s.authorship == Authorship::Declared)
             .find_map(|s| s.content.as_ref().and_then(content_text).filter(|t| !t.trim().is_empty()))
     });
-    let (key, key_source) = match &instruction {
-        Some(text) => (instruction_task_key(text, None), TaskKeySource::InstructionHash),
-        None => (format!("r:{}", &raw.sha256[..16]), TaskKeySource::RecordHash),
-    };
-    let task = Task { instruction, key, key_source, ..Task::default() };
+    let task = Task::keyed(None, None, instruction, None, raw.sha256);
     // A session is one document: its lines are events, never records of their own.
     let provenance = Provenance { line: None, ..raw.provenance(FAMILY, file) };
     Ok(Trajectory {

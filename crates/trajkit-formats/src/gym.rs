@@ -6,8 +6,8 @@
 
 use serde_json::{Map, Value};
 use trajkit_model::{
-    canonical::instruction_task_key, Agent, Authorship, Extra, Gap, GapKind, Metrics, Outcome, Role, Step, Task,
-    TaskKeySource, ToolCall, ToolResult, Trajectory, Verification,
+    Agent, Authorship, Extra, Gap, GapKind, Metrics, Outcome, Role, Step, Task, ToolCall, ToolResult, Trajectory,
+    Verification,
 };
 
 use crate::input::InputFile;
@@ -531,18 +531,6 @@ fn task(row: &mut Map<String, Value>, steps: &[Step], environment: Option<&str>,
         Value::Number(n) => Some(n.to_string()),
         _ => None,
     });
-    let instruction = initial_instruction(steps);
-    let (key, key_source) = match (&explicit, &instruction) {
-        (Some(id), _) => (format!("{}/{}", environment.unwrap_or("gym"), id), TaskKeySource::Explicit),
-        (None, Some(text)) => (instruction_task_key(text, environment), TaskKeySource::InstructionHash),
-        (None, None) => (format!("r:{}", &sha[..16]), TaskKeySource::RecordHash),
-    };
-    Task {
-        environment: environment.map(str::to_string),
-        environment_version: None,
-        id: explicit,
-        instruction,
-        key,
-        key_source,
-    }
+    let key = explicit.as_ref().map(|id| format!("{}/{}", environment.unwrap_or("gym"), id));
+    Task::keyed(key, explicit, initial_instruction(steps), environment.map(str::to_string), sha)
 }

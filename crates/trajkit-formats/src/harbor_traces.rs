@@ -6,10 +6,8 @@
 //! See docs/formats/harbor-trial.md (section "Traces export") for the mapping.
 
 use serde_json::{Map, Value};
-use trajkit_model::canonical::instruction_task_key;
 use trajkit_model::{
-    Agent, Authorship, Extra, Gap, GapKind, Outcome, Role, Step, Task, TaskKeySource, ToolCall, Trajectory,
-    Verification,
+    Agent, Authorship, Extra, Gap, GapKind, Outcome, Role, Step, Task, ToolCall, Trajectory, Verification,
 };
 
 use crate::harbor_trial::status_of;
@@ -236,32 +234,6 @@ fn task(row: &mut Map<String, Value>, steps: &[Step], sha: &str) -> Task {
         .and_then(|s| s.content.as_ref())
         .and_then(content_text)
         .filter(|t| !t.trim().is_empty());
-    if let Some(name) = take_nonempty_str(row, "task") {
-        return Task {
-            environment_version: None,
-            environment: None,
-            id: Some(name.clone()),
-            instruction,
-            key: format!("harbor/{name}"),
-            key_source: TaskKeySource::Explicit,
-        };
-    }
-    match instruction {
-        Some(text) => Task {
-            environment_version: None,
-            environment: None,
-            id: None,
-            key: instruction_task_key(&text, None),
-            key_source: TaskKeySource::InstructionHash,
-            instruction: Some(text),
-        },
-        None => Task {
-            environment_version: None,
-            environment: None,
-            id: None,
-            instruction: None,
-            key: format!("r:{}", sha.get(..16).unwrap_or(sha)),
-            key_source: TaskKeySource::RecordHash,
-        },
-    }
+    let name = take_nonempty_str(row, "task");
+    Task::keyed(name.as_ref().map(|n| format!("harbor/{n}")), name, instruction, None, sha)
 }

@@ -10,8 +10,8 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 use trajkit_model::{
-    canonical::instruction_task_key, Agent, Authorship, Extra, Gap, GapKind, Metrics, Outcome, Role, Status, Step,
-    Task, TaskKeySource, ToolCall, ToolResult, Trajectory, Verification,
+    Agent, Authorship, Extra, Gap, GapKind, Metrics, Outcome, Role, Status, Step, Task, ToolCall, ToolResult,
+    Trajectory, Verification,
 };
 
 use crate::input::InputFile;
@@ -618,12 +618,7 @@ fn task(shape: Shape, row: &mut Map<String, Value>, steps: &[Step], sha: &str) -
         let first = steps.iter().find(|s| s.role == Role::User)?;
         first.content.as_ref().and_then(content_text).filter(|t| !t.is_empty())
     });
-    let (key, key_source) = match (&id, &instruction) {
-        (Some(id), _) => (id.clone(), TaskKeySource::Explicit),
-        (None, Some(text)) => (instruction_task_key(text, environment.as_deref()), TaskKeySource::InstructionHash),
-        (None, None) => (format!("r:{}", &sha[..16]), TaskKeySource::RecordHash),
-    };
-    Task { environment, environment_version: None, id, instruction, key, key_source }
+    Task::keyed(id.clone(), id, instruction, environment, sha)
 }
 
 /// `owner/repo#number` of a resolver issue, when all three are stated.

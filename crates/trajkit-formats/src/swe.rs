@@ -5,8 +5,7 @@
 
 use serde_json::{Map, Value};
 use trajkit_model::{
-    canonical::instruction_task_key, Authorship, Extra, Gap, GapKind, Outcome, Role, Status, Step, Task, TaskKeySource,
-    ToolCall, ToolResult, Verification,
+    Authorship, Extra, Gap, GapKind, Outcome, Role, Status, Step, Task, ToolCall, ToolResult, Verification,
 };
 
 use crate::json::{content_text, idx, into_extra, take, take_nonempty_str, take_str};
@@ -206,19 +205,7 @@ pub(crate) fn swe_task(family: &str, instance_id: Option<String>, steps: &[Step]
         .take_while(|s| s.role != Role::Assistant)
         .find(|s| s.role == Role::User)
         .and_then(|s| s.content.as_ref().and_then(content_text));
-    let (key, key_source) = match (&instance_id, &instruction) {
-        (Some(id), _) => (id.clone(), TaskKeySource::Explicit),
-        (None, Some(text)) => (instruction_task_key(text, Some(family)), TaskKeySource::InstructionHash),
-        (None, None) => (format!("r:{}", &sha[..16]), TaskKeySource::RecordHash),
-    };
-    Task {
-        environment: Some(family.to_string()),
-        environment_version: None,
-        id: instance_id,
-        instruction,
-        key,
-        key_source,
-    }
+    Task::keyed(instance_id.clone(), instance_id, instruction, Some(family.to_string()), sha)
 }
 
 /// The task id: `instance_id` without the ADP per-instance counter. When the counter was

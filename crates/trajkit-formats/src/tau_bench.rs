@@ -9,8 +9,8 @@ use std::ops::Range;
 
 use serde_json::{Map, Value};
 use trajkit_model::{
-    canonical::instruction_task_key, Authorship, Extra, Gap, GapKind, Metrics, Outcome, Role, Status, Step, Task,
-    TaskKeySource, ToolCall, ToolResult, Trajectory, Verification,
+    Authorship, Extra, Gap, GapKind, Metrics, Outcome, Role, Status, Step, Task, ToolCall, ToolResult, Trajectory,
+    Verification,
 };
 
 use crate::input::InputFile;
@@ -135,19 +135,10 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
         Metrics { extra, ..Metrics::default() }
     });
 
-    let (key, key_source) = match (&instruction, &task_id) {
-        (Some(text), _) => (instruction_task_key(text, Some(ENVIRONMENT)), TaskKeySource::InstructionHash),
-        (None, Some(id)) => (format!("{ENVIRONMENT}/{id}"), TaskKeySource::Explicit),
-        (None, None) => (format!("r:{}", &raw.sha256[..16]), TaskKeySource::RecordHash),
-    };
-    let task = Task {
-        environment: Some(ENVIRONMENT.into()),
-        environment_version: None,
-        id: task_id,
-        instruction,
-        key,
-        key_source,
-    };
+    // The index alone names no task (docs/formats/tau-bench.md): it keys only records
+    // without an instruction.
+    let key = task_id.as_ref().filter(|_| instruction.is_none()).map(|id| format!("{ENVIRONMENT}/{id}"));
+    let task = Task::keyed(key, task_id, instruction, Some(ENVIRONMENT.into()), raw.sha256);
     let mut extra = into_extra(row);
     if !info.is_empty() {
         extra.insert("info".into(), Value::Object(info));

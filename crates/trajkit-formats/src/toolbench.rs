@@ -8,8 +8,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 use trajkit_model::{
-    canonical::instruction_task_key, Agent, Extra, Gap, GapKind, Metrics, Outcome, Role, Step, Task, TaskKeySource,
-    ToolCall, ToolResult, Trajectory, Verification,
+    Agent, Extra, Gap, GapKind, Metrics, Outcome, Role, Step, Task, ToolCall, ToolResult, Trajectory, Verification,
 };
 
 use crate::input::InputFile;
@@ -178,13 +177,11 @@ fn answer(mut row: Map<String, Value>, raw: &RawRecord, file: &InputFile) -> Res
 
     let (qid, backbone, method) = name_parts(&file.fs_path);
     let instruction = take_str(&mut gen, "query");
-    let (key, key_source) = match (&qid, group_of(&file.fs_path), &instruction) {
-        (Some(q), Some(g), _) => (format!("{FAMILY}/{g}/{q}"), TaskKeySource::Explicit),
-        (_, _, Some(text)) => (instruction_task_key(text, Some(FAMILY)), TaskKeySource::InstructionHash),
-        _ => (format!("r:{}", &raw.sha256[..16]), TaskKeySource::RecordHash),
+    let key = match (&qid, group_of(&file.fs_path)) {
+        (Some(q), Some(g)) => Some(format!("{FAMILY}/{g}/{q}")),
+        _ => None,
     };
-    let task =
-        Task { environment: Some(FAMILY.into()), environment_version: None, id: qid, instruction, key, key_source };
+    let task = Task::keyed(key, qid, instruction, Some(FAMILY.into()), raw.sha256);
     let mut t = base(raw, file, steps, task);
     t.agent = Agent { model: backbone, name: method, version: None };
     t.tools = match take(&mut gen, "function") {
@@ -450,12 +447,7 @@ fn conversation(mut row: Map<String, Value>, raw: &RawRecord, file: &InputFile) 
         .and_then(|s| s.content.as_ref()?.as_str())
         .map(|t| t.trim().trim_end_matches("Begin!").trim().to_string())
         .filter(|t| !t.is_empty());
-    let (key, key_source) = match &instruction {
-        Some(text) => (instruction_task_key(text, Some(FAMILY)), TaskKeySource::InstructionHash),
-        None => (format!("r:{}", &raw.sha256[..16]), TaskKeySource::RecordHash),
-    };
-    let task =
-        Task { environment: Some(FAMILY.into()), environment_version: None, id: None, instruction, key, key_source };
+    let task = Task::keyed(None, None, instruction, Some(FAMILY.into()), raw.sha256);
     let mut t = base(raw, file, steps, task);
     common_gaps(&mut t);
     t.extra = into_extra(row);

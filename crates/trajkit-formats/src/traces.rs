@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use serde_json::{Map, Value};
 use trajkit_model::{
-    canonical::instruction_task_key, Agent, Extra, Gap, GapKind, Metrics, Outcome, Provenance, Role, Status, Step,
-    Subagent, Task, TaskKeySource, ToolCall, ToolResult, Trajectory, Verification,
+    Agent, Extra, Gap, GapKind, Metrics, Outcome, Provenance, Role, Status, Step, Subagent, Task, ToolCall, ToolResult,
+    Trajectory, Verification,
 };
 
 use crate::input::InputFile;
@@ -958,12 +958,7 @@ fn text_of(v: &Value) -> Option<String> {
 /// record hash.
 pub(crate) fn task(steps: &[Step], explicit: Option<String>, environment: Option<String>, sha: &str) -> Task {
     let instruction = instruction(steps);
-    let (key, key_source) = match (&explicit, &instruction) {
-        (Some(id), _) => (id.clone(), TaskKeySource::Explicit),
-        (None, Some(text)) => (instruction_task_key(text, environment.as_deref()), TaskKeySource::InstructionHash),
-        (None, None) => (format!("r:{}", &sha[..16.min(sha.len())]), TaskKeySource::RecordHash),
-    };
-    Task { environment, environment_version: None, id: explicit, instruction, key, key_source }
+    Task::keyed(explicit.clone(), explicit, instruction, environment, sha)
 }
 
 /// Provenance of the document's record, with the trace format's version.

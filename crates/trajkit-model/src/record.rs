@@ -11,6 +11,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::canonical::instruction_task_key;
+
 /// Version of the record's own schema. Bump on any change a reader of old outputs can see.
 pub const SCHEMA_VERSION: &str = "trajkit.trajectory/2";
 
@@ -175,6 +177,27 @@ pub struct Task {
     pub key: String,
     /// How `key` was derived.
     pub key_source: TaskKeySource,
+}
+
+impl Task {
+    /// The task of a record by the one rule every reader follows: keyed by `explicit`, the
+    /// key a reader spells from the source's own name for the task, when there is one; else
+    /// by `instruction` hashed within `environment`; else by `sha`, the record's digest
+    /// (`r:` and its first 16 hex digits), a task of its own. `id` is the source's task id.
+    pub fn keyed(
+        explicit: Option<String>,
+        id: Option<String>,
+        instruction: Option<String>,
+        environment: Option<String>,
+        sha: &str,
+    ) -> Task {
+        let (key, key_source) = match (explicit, &instruction) {
+            (Some(key), _) => (key, TaskKeySource::Explicit),
+            (None, Some(text)) => (instruction_task_key(text, environment.as_deref()), TaskKeySource::InstructionHash),
+            (None, None) => (format!("r:{}", sha.get(..16).unwrap_or(sha)), TaskKeySource::RecordHash),
+        };
+        Task { environment, environment_version: None, id, instruction, key, key_source }
+    }
 }
 
 /// How a task key was derived.

@@ -100,6 +100,25 @@ fn instruction_key_normalizes_whitespace_and_includes_environment() {
     assert!(a.starts_with("h:") && a.len() == 18);
 }
 
+/// Synthetic: the three tiers of the task-key rule side by side; every reader's real
+/// fixtures pin the keys they make.
+#[test]
+fn task_key_takes_the_explicit_key_then_the_instruction_then_the_record() {
+    let sha = "0123456789abcdef0123";
+    let t = Task::keyed(Some("env/7".into()), Some("7".into()), Some("Fix it".into()), Some("env".into()), sha);
+    assert_eq!((t.key.as_str(), t.key_source, t.id.as_deref()), ("env/7", TaskKeySource::Explicit, Some("7")));
+    assert_eq!(t.instruction.as_deref(), Some("Fix it"));
+    let t = Task::keyed(None, Some("7".into()), Some("Fix it".into()), Some("env".into()), sha);
+    assert_eq!(t.key, canonical::instruction_task_key("Fix it", Some("env")));
+    assert_eq!(
+        (t.key_source, t.id.as_deref(), t.environment.as_deref()),
+        (TaskKeySource::InstructionHash, Some("7"), Some("env"))
+    );
+    let t = Task::keyed(None, None, None, None, sha);
+    assert_eq!((t.key.as_str(), t.key_source), ("r:0123456789abcdef", TaskKeySource::RecordHash));
+    assert_eq!(Task::keyed(None, None, None, None, "abc").key, "r:abc");
+}
+
 #[test]
 fn gap_names_match_serde_names() {
     for k in GapKind::ALL {

@@ -5,8 +5,7 @@
 
 use serde_json::{Map, Value};
 use trajkit_model::{
-    canonical::{instruction_task_key, sha256_hex},
-    Agent, Extra, Gap, GapKind, Role, Step, Subagent, Task, TaskKeySource, ToolResult, Trajectory,
+    canonical::sha256_hex, Agent, Extra, Gap, GapKind, Role, Step, Subagent, Task, ToolResult, Trajectory,
 };
 
 use super::{metrics, session_gaps, tool_call};
@@ -90,14 +89,7 @@ fn subagent(raw: &RawRecord, file: &InputFile, parent: &Trajectory, agent: &str,
         .and_then(|c| c.arguments.get("prompt"))
         .and_then(Value::as_str);
     let task = match prompt {
-        Some(p) => Task {
-            environment: None,
-            environment_version: None,
-            id: None,
-            instruction: Some(p.to_string()),
-            key: instruction_task_key(p, None),
-            key_source: TaskKeySource::InstructionHash,
-        },
+        Some(p) => Task::keyed(None, None, Some(p.to_string()), None, &sid),
         None => first_user_task(&log.steps, &sid),
     };
     let base = Trajectory::new(format!("{FAMILY}-{}", &sid[..16]), raw.provenance(FAMILY, file), task);
