@@ -18,7 +18,7 @@ use crate::input::InputFile;
 use crate::json::{idx, into_extra, take, take_str};
 use crate::json::{is_array_document, record_object};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
-use crate::rejection::{Problem, Reason};
+use crate::rejection::{schema, Problem, Reason};
 use crate::swe::{observation_step, standard_gaps, strip_adp_counter, xml_calls};
 
 /// Family name.
@@ -80,7 +80,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     let (steps, tools, outcome) = if row.contains_key("content") {
         let content = match row.remove("content") {
             Some(Value::Array(items)) => items,
-            _ => return Err(Problem::new(Reason::SchemaViolation, "$.content", "content must be a list")),
+            _ => return Err(schema("$.content", "content must be a list")),
         };
         let steps = standard_steps(content)?;
         let (tools, outcome) = details(&mut row);
@@ -88,7 +88,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     } else if row.contains_key("conversations") {
         (sft_steps(&mut row)?, None, Outcome::default())
     } else {
-        return Err(Problem::new(Reason::SchemaViolation, "$", "neither content nor conversations"));
+        return Err(schema("$", "neither content nor conversations"));
     };
     let gaps = standard_gaps(&steps);
     let session_id = take_str(&mut row, "id");
@@ -123,11 +123,10 @@ fn standard_steps(content: Vec<Value>) -> Result<Vec<Step>, Problem> {
     for (i, item) in content.into_iter().enumerate() {
         let path = idx("$.content", i);
         let Value::Object(mut item) = item else {
-            return Err(Problem::new(Reason::SchemaViolation, path, "a content item must be an object"));
+            return Err(schema(path, "a content item must be an object"));
         };
-        let class = take_str(&mut item, "class_").ok_or_else(|| {
-            Problem::new(Reason::SchemaViolation, format!("{path}.class_"), "content item without a string class_")
-        })?;
+        let class = take_str(&mut item, "class_")
+            .ok_or_else(|| schema(format!("{path}.class_"), "content item without a string class_"))?;
         let answered = previous_call.take();
         let step = match class.as_str() {
             "api_action" | "code_action" => {
@@ -163,9 +162,7 @@ fn standard_steps(content: Vec<Value>) -> Result<Vec<Step>, Problem> {
 }
 
 fn required_str(item: &mut Map<String, Value>, key: &str, path: &str) -> Result<String, Problem> {
-    take_str(item, key).ok_or_else(|| {
-        Problem::new(Reason::SchemaViolation, format!("{path}.{key}"), format!("{key} must be a string"))
-    })
+    take_str(item, key).ok_or_else(|| schema(format!("{path}.{key}"), format!("{key} must be a string")))
 }
 
 /// An api action (`function` + `kwargs`) or a code action (`language` + `content`, a call
@@ -177,9 +174,7 @@ fn action_step(class: &str, mut item: Map<String, Value>, i: usize, path: &str) 
         let name = required_str(&mut item, "function", path)?;
         let kwargs = match item.remove("kwargs") {
             Some(v @ Value::Object(_)) => v,
-            _ => {
-                return Err(Problem::new(Reason::SchemaViolation, format!("{path}.kwargs"), "kwargs must be an object"))
-            }
+            _ => return Err(schema(format!("{path}.kwargs"), "kwargs must be an object")),
         };
         (name, kwargs)
     } else {
@@ -247,7 +242,7 @@ fn observation(
                 format!("unknown observation source '{other}'"),
             ))
         }
-        None => return Err(Problem::new(Reason::SchemaViolation, format!("{path}.source"), "source must be a string")),
+        None => return Err(schema(format!("{path}.source"), "source must be a string")),
     };
     if class == "text_observation" {
         item.remove("source");
@@ -294,7 +289,7 @@ fn details(row: &mut Map<String, Value>) -> (Option<Vec<Value>>, Outcome) {
 fn sft_steps(row: &mut Map<String, Value>) -> Result<Vec<Step>, Problem> {
     let turns = match row.remove("conversations") {
         Some(Value::Array(t)) => t,
-        _ => return Err(Problem::new(Reason::SchemaViolation, "$.conversations", "conversations must be a list")),
+        _ => return Err(schema("$.conversations", "conversations must be a list")),
     };
     let mut steps = Vec::with_capacity(turns.len() + 1);
     if let Some(system) = take_str(row, "system") {
@@ -303,7 +298,7 @@ fn sft_steps(row: &mut Map<String, Value>) -> Result<Vec<Step>, Problem> {
     for (i, turn) in turns.into_iter().enumerate() {
         let path = idx("$.conversations", i);
         let Value::Object(mut turn) = turn else {
-            return Err(Problem::new(Reason::SchemaViolation, path, "a turn must be an object"));
+            return Err(schema(path, "a turn must be an object"));
         };
         let from = required_str(&mut turn, "from", &path)?;
         let value = take(&mut turn, "value");

@@ -20,7 +20,7 @@ use trajkit_model::{
 use crate::input::{self, InputFile};
 use crate::json;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult, TopOf, TopPeek, PEEK_BYTES};
-use crate::rejection::{parse_record, Problem, Reason};
+use crate::rejection::{parse_record, schema, Problem, Reason};
 
 /// The `schema_version` values the spec defines.
 pub const SCHEMA_VERSIONS: [&str; 8] =
@@ -179,8 +179,7 @@ impl Reader for AtifReader {
 
     fn read_parsed(&self, value: Value, raw: &RawRecord, file: &InputFile) -> RecordResult {
         let Value::Object(map) = value else {
-            return RecordResult::Rejected(vec![Problem::new(
-                Reason::SchemaViolation,
+            return RecordResult::Rejected(vec![schema(
                 "$",
                 format!("an ATIF trajectory must be a JSON object, got {}", type_name(&value)),
             )]);

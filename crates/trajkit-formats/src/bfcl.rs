@@ -18,7 +18,7 @@ use crate::input::InputFile;
 use crate::json::{into_extra, take, take_str};
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
-use crate::rejection::{parse_record, Problem, Reason};
+use crate::rejection::{parse_record, schema, Problem, Reason};
 
 /// Reader for BFCL task, possible-answer, result and score files.
 pub struct BfclReader;
@@ -97,7 +97,7 @@ fn final_call_only(what: &str) -> Problem {
 
 fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     let Value::Object(row) = parse_record(raw.bytes)? else {
-        return Err(Problem::new(Reason::SchemaViolation, "$", "a BFCL row must be a JSON object"));
+        return Err(schema("$", "a BFCL row must be a JSON object"));
     };
     if row.contains_key("accuracy") && row.contains_key("total_count") {
         return Err(Problem::new(Reason::EvaluationReport, "$", "BFCL score header (accuracy of a category)"));
@@ -117,7 +117,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
         }));
     }
     if !row.contains_key("result") {
-        return Err(Problem::new(Reason::SchemaViolation, "$", "neither question, ground_truth nor result"));
+        return Err(schema("$", "neither question, ground_truth nor result"));
     }
     result_row(row, raw, file)
 }
@@ -128,7 +128,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
 fn result_row(mut row: Map<String, Value>, raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     let id = match row.get("id") {
         Some(Value::String(s)) => s.clone(),
-        _ => return Err(Problem::new(Reason::SchemaViolation, "$.id", "a result row needs a string id")),
+        _ => return Err(schema("$.id", "a result row needs a string id")),
     };
     let Some(Value::Array(log)) = row.get("inference_log") else {
         return Err(final_call_only("BFCL result without an inference log: a final call, nothing executed"));
@@ -163,7 +163,7 @@ fn result_row(mut row: Map<String, Value>, raw: &RawRecord, file: &InputFile) ->
                 read_turn(t, turn, &path, &mut tokens, &mut steps, &mut gaps)?;
                 turn += 1;
             }
-            _ => return Err(Problem::new(Reason::SchemaViolation, path, "a log entry must be a list or an object")),
+            _ => return Err(schema(path, "a log entry must be a list or an object")),
         }
     }
     link_tool_results(&steps, &mut gaps);
@@ -299,11 +299,7 @@ fn read_turn(
     if let Some(Value::Array(msgs)) = take(&mut turn, "begin_of_turn_query") {
         for (i, m) in msgs.into_iter().enumerate() {
             let Value::Object(mut m) = m else {
-                return Err(Problem::new(
-                    Reason::SchemaViolation,
-                    format!("{path}.begin_of_turn_query[{i}]"),
-                    "a message must be an object",
-                ));
+                return Err(schema(format!("{path}.begin_of_turn_query[{i}]"), "a message must be an object"));
             };
             let role = match take_str(&mut m, "role").as_deref() {
                 Some("system") => Role::System,
@@ -328,7 +324,7 @@ fn read_turn(
     keys.sort();
     for (n, key) in keys {
         let Some(Value::Array(entries)) = turn.remove(&key) else {
-            return Err(Problem::new(Reason::SchemaViolation, format!("{path}.{key}"), "a step must be a list"));
+            return Err(schema(format!("{path}.{key}"), "a step must be a list"));
         };
         read_step(entries, t, n, &format!("{path}.{key}"), tokens, steps, gaps)?;
     }
@@ -356,7 +352,7 @@ fn read_step(
     let mut pre: Vec<Value> = Vec::new();
     for (i, e) in entries.into_iter().enumerate() {
         let Value::Object(mut e) = e else {
-            return Err(Problem::new(Reason::SchemaViolation, format!("{path}[{i}]"), "a log entry must be an object"));
+            return Err(schema(format!("{path}[{i}]"), "a log entry must be an object"));
         };
         let role = e.get("role").and_then(Value::as_str).unwrap_or_default().to_string();
         match role.as_str() {

@@ -7,7 +7,7 @@ use trajkit_model::{Trajectory, SCHEMA_VERSION};
 
 use crate::input::InputFile;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
-use crate::rejection::{parse_record, Problem, Reason};
+use crate::rejection::{parse_record, schema, Problem, Reason};
 
 /// Reader of canonical records (family `canonical`).
 pub struct CanonicalReader;
@@ -47,12 +47,11 @@ fn read(bytes: &[u8]) -> Result<Trajectory, Problem> {
             let msg = format!("schema_version {v:?} is not the one this trajkit reads ({SCHEMA_VERSION})");
             return Err(Problem::new(Reason::InvalidValue, "$.schema_version", msg));
         }
-        _ => return Err(Problem::new(Reason::SchemaViolation, "$.schema_version", "schema_version missing")),
+        _ => return Err(schema("$.schema_version", "schema_version missing")),
     }
-    let mut t: Trajectory = serde_json::from_value(value.clone())
-        .map_err(|e| Problem::new(Reason::SchemaViolation, "$", format!("not a canonical record: {e}")))?;
-    let back = serde_json::to_value(&t)
-        .map_err(|e| Problem::new(Reason::SchemaViolation, "$", format!("not a canonical record: {e}")))?;
+    let mut t: Trajectory =
+        serde_json::from_value(value.clone()).map_err(|e| schema("$", format!("not a canonical record: {e}")))?;
+    let back = serde_json::to_value(&t).map_err(|e| schema("$", format!("not a canonical record: {e}")))?;
     if let Some(problem) = first_difference(&value, &back, "$") {
         return Err(problem);
     }
@@ -65,7 +64,7 @@ fn read(bytes: &[u8]) -> Result<Trajectory, Problem> {
 fn check_digests(t: &mut Trajectory) -> Result<(), Problem> {
     let mut stated = Vec::new();
     digests(t, "$", &mut stated);
-    trajkit_model::seal(t).map_err(|e| Problem::new(Reason::SchemaViolation, "$", format!("cannot digest: {e}")))?;
+    trajkit_model::seal(t).map_err(|e| schema("$", format!("cannot digest: {e}")))?;
     let mut actual = Vec::new();
     digests(t, "$", &mut actual);
     for ((path, want), (_, got)) in stated.iter().zip(&actual) {
@@ -96,13 +95,13 @@ fn first_difference(read: &Value, written: &Value, path: &str) -> Option<Problem
             }
             b.iter().find_map(|(k, w)| match a.get(k) {
                 Some(v) => first_difference(v, w, &format!("{path}.{k}")),
-                None => Some(Problem::new(Reason::SchemaViolation, format!("{path}.{k}"), "missing")),
+                None => Some(schema(format!("{path}.{k}"), "missing")),
             })
         }
         (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
             a.iter().zip(b).enumerate().find_map(|(i, (x, y))| first_difference(x, y, &format!("{path}[{i}]")))
         }
         (a, b) if a == b => None,
-        _ => Some(Problem::new(Reason::SchemaViolation, path, "value is not in canonical form")),
+        _ => Some(schema(path, "value is not in canonical form")),
     }
 }

@@ -19,7 +19,7 @@ use crate::input::InputFile;
 use crate::json::{content_text, idx, into_extra, take, take_f64, take_list, take_nonempty_str, take_str};
 use crate::json::{is_array_document, record_object};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
-use crate::rejection::{Problem, Reason};
+use crate::rejection::{schema, Problem, Reason};
 use crate::swe::{chat_step, standard_gaps};
 
 /// Family name of OpenAI / TRL conversational rows.
@@ -119,7 +119,7 @@ fn read_openai(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem>
 fn openai_step(msg: Value, path: &str, before: &[Step]) -> Result<Step, Problem> {
     let mut msg = match msg {
         Value::Object(m) => m,
-        _ => return Err(Problem::new(Reason::SchemaViolation, path, "a message must be an object")),
+        _ => return Err(schema(path, "a message must be an object")),
     };
     if msg.get("role").and_then(Value::as_str) == Some("developer") {
         let content = take(&mut msg, "content");
@@ -189,10 +189,10 @@ fn sharegpt_call_id(step: usize, k: usize) -> String {
 /// after a step with exactly one call is that call's result.
 fn sharegpt_step(turn: Value, path: &str, before: &[Step]) -> Result<Step, Problem> {
     let Value::Object(mut turn) = turn else {
-        return Err(Problem::new(Reason::SchemaViolation, path, "a turn must be an object"));
+        return Err(schema(path, "a turn must be an object"));
     };
-    let from = take_str(&mut turn, "from")
-        .ok_or_else(|| Problem::new(Reason::SchemaViolation, format!("{path}.from"), "turn without a string from"))?;
+    let from =
+        take_str(&mut turn, "from").ok_or_else(|| schema(format!("{path}.from"), "turn without a string from"))?;
     let Some(who) = speaker(&from) else {
         return Err(Problem::new(Reason::InvalidValue, format!("{path}.from"), format!("unknown speaker '{from}'")));
     };

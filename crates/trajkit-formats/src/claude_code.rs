@@ -22,7 +22,7 @@ use crate::input::{self, InputFile};
 use crate::json::{content_text, take, take_str, take_u64};
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
-use crate::rejection::{parse_record, Problem, Reason};
+use crate::rejection::{parse_record, schema, Problem};
 
 /// Reader for Claude Code session logs.
 pub struct ClaudeCodeReader;
@@ -100,7 +100,7 @@ pub(crate) fn parse_lines(bytes: &[u8]) -> Result<Vec<Line>, Problem> {
             parse_record(line).map_err(|p| Problem::new(p.reason, &path, format!("line {no}: {}", p.message)))?;
         match value {
             Value::Object(obj) => out.push(Line { no, obj }),
-            _ => return Err(Problem::new(Reason::SchemaViolation, path, format!("line {no} is not a JSON object"))),
+            _ => return Err(schema(path, format!("line {no} is not a JSON object"))),
         }
     }
     Ok(out)

@@ -13,7 +13,7 @@ use crate::input::{self, InputFile};
 use crate::json::{idx, take, take_f64, take_str, take_u64};
 use crate::links::link_tool_results_except;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
-use crate::rejection::{parse_record, Problem, Reason};
+use crate::rejection::{parse_record, schema, Problem, Reason};
 
 /// Reader for Cline / Roo Code task directories.
 pub struct ClineReader;
@@ -74,14 +74,14 @@ fn task_dir(file: &InputFile) -> Option<&Path> {
 fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     let messages = match parse_record(raw.bytes)? {
         Value::Array(a) => a,
-        _ => return Err(Problem::new(Reason::SchemaViolation, "$", "a task's conversation must be a JSON array")),
+        _ => return Err(schema("$", "a task's conversation must be a JSON array")),
     };
     let mut steps: Vec<Step> = Vec::new();
     let mut model: Option<String> = None;
     for (i, m) in messages.into_iter().enumerate() {
         let path = idx("$", i);
         let Value::Object(mut m) = m else {
-            return Err(Problem::new(Reason::SchemaViolation, path, "a message must be a JSON object"));
+            return Err(schema(path, "a message must be a JSON object"));
         };
         match take_str(&mut m, "role").as_deref() {
             Some("assistant") => steps.push(assistant_step(m, steps.len(), &mut model)),
@@ -93,7 +93,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
                     format!("role {other:?} (user or assistant expected)"),
                 ))
             }
-            None => return Err(Problem::new(Reason::SchemaViolation, format!("{path}.role"), "missing role")),
+            None => return Err(schema(format!("{path}.role"), "missing role")),
         }
     }
     let mut gaps = Vec::new();

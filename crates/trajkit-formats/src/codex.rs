@@ -17,7 +17,7 @@ use crate::input::InputFile;
 use crate::json::{content_text, take, take_str, take_u64};
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
-use crate::rejection::{Problem, Reason};
+use crate::rejection::{schema, Problem, Reason};
 
 /// Reader for Codex CLI rollout files.
 pub struct CodexReader;
@@ -134,9 +134,8 @@ impl Builder {
         let kind = take_str(&mut item, "type").unwrap_or_default();
         match kind.as_str() {
             "message" => {
-                let role = take_str(&mut item, "role").ok_or_else(|| {
-                    Problem::new(Reason::SchemaViolation, format!("{path}.role"), "message without role")
-                })?;
+                let role = take_str(&mut item, "role")
+                    .ok_or_else(|| schema(format!("{path}.role"), "message without role"))?;
                 let content = take(&mut item, "content");
                 if role == "assistant" {
                     let step = self.assistant("message", &timestamp);
@@ -329,19 +328,12 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     for line in lines {
         let no = line.no;
         let mut obj = line.obj;
-        let kind = take_str(&mut obj, "type").ok_or_else(|| {
-            Problem::new(Reason::SchemaViolation, format!("$[line {no}].type"), format!("line {no} has no type"))
-        })?;
+        let kind = take_str(&mut obj, "type")
+            .ok_or_else(|| schema(format!("$[line {no}].type"), format!("line {no} has no type")))?;
         let timestamp = take_str(&mut obj, "timestamp");
         let payload = match obj.remove("payload") {
             Some(Value::Object(p)) => p,
-            _ => {
-                return Err(Problem::new(
-                    Reason::SchemaViolation,
-                    format!("$[line {no}].payload"),
-                    format!("line {no}: payload must be an object"),
-                ))
-            }
+            _ => return Err(schema(format!("$[line {no}].payload"), format!("line {no}: payload must be an object"))),
         };
         match kind.as_str() {
             "session_meta" => {

@@ -11,7 +11,7 @@ use crate::input::InputFile;
 use crate::json::{take, take_str, take_u64};
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
-use crate::rejection::{Problem, Reason};
+use crate::rejection::{schema, Problem};
 
 /// Reader for Gemini CLI chat recordings.
 pub struct GeminiCliReader;
@@ -69,7 +69,7 @@ fn recording(bytes: &[u8]) -> Result<Recording, Problem> {
     if let Ok(Value::Object(mut doc)) = serde_json::from_slice::<Value>(bytes) {
         if let Some(messages) = doc.remove("messages") {
             let Value::Array(messages) = messages else {
-                return Err(Problem::new(Reason::SchemaViolation, "$.messages", "messages must be an array"));
+                return Err(schema("$.messages", "messages must be an array"));
             };
             let messages = objects(messages, |i| format!("$.messages[{i}]"))?;
             return Ok(Recording { meta: doc, messages, rewound: Vec::new() });
@@ -91,8 +91,7 @@ fn recording(bytes: &[u8]) -> Result<Recording, Problem> {
         } else if obj.contains_key("sessionId") {
             rec.meta.extend(obj);
         } else {
-            return Err(Problem::new(
-                Reason::SchemaViolation,
+            return Err(schema(
                 format!("$[line {}]", line.no),
                 "neither a message (id), metadata (sessionId), $set nor $rewindTo line",
             ));
@@ -107,7 +106,7 @@ fn objects(values: Vec<Value>, path: impl Fn(usize) -> String) -> Result<Vec<Map
         .enumerate()
         .map(|(i, v)| match v {
             Value::Object(m) => Ok(m),
-            _ => Err(Problem::new(Reason::SchemaViolation, path(i), "a message must be a JSON object")),
+            _ => Err(schema(path(i), "a message must be a JSON object")),
         })
         .collect()
 }

@@ -14,7 +14,7 @@ use crate::input::InputFile;
 use crate::json::{content_text, into_extra, take, take_f64, take_nonempty_str, take_str, take_u64};
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
-use crate::rejection::{parse_record, Problem, Reason};
+use crate::rejection::{parse_record, schema, Problem, Reason};
 
 /// Reader for NeMo Gym rollout JSONL.
 pub struct GymReader;
@@ -71,26 +71,20 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Option<String>
     }
     let value = parse_record(raw.bytes)?;
     let Value::Object(mut row) = value else {
-        return Err(Problem::new(Reason::SchemaViolation, "$", "a rollout line must be a JSON object"));
+        return Err(schema("$", "a rollout line must be a JSON object"));
     };
     let mut response = match row.remove("response") {
         Some(Value::Object(r)) => r,
         None | Some(Value::Null) => return Err(not_a_rollout(classify_non_rollout(&row))),
         Some(other) => {
             row.insert("response".into(), other);
-            return Err(Problem::new(Reason::SchemaViolation, "$.response", "response must be an object"));
+            return Err(schema("$.response", "response must be an object"));
         }
     };
     let mut params = match row.remove("responses_create_params") {
         Some(Value::Object(p)) => p,
         None | Some(Value::Null) => Map::new(),
-        Some(_) => {
-            return Err(Problem::new(
-                Reason::SchemaViolation,
-                "$.responses_create_params",
-                "responses_create_params must be an object",
-            ))
-        }
+        Some(_) => return Err(schema("$.responses_create_params", "responses_create_params must be an object")),
     };
 
     let input = input_items(&mut params)?;
@@ -202,11 +196,7 @@ fn input_items(params: &mut Map<String, Value>) -> Result<Vec<Value>, Problem> {
             Ok(vec![Value::Object(m)])
         }
         Some(Value::Array(items)) => Ok(items),
-        Some(_) => Err(Problem::new(
-            Reason::SchemaViolation,
-            "$.responses_create_params.input",
-            "input must be a string or a list of items",
-        )),
+        Some(_) => Err(schema("$.responses_create_params.input", "input must be a string or a list of items")),
     }
 }
 
@@ -215,7 +205,7 @@ fn output_items(response: &mut Map<String, Value>, transitions: bool) -> Result<
     let output = match response.remove("output") {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(items)) => items,
-        Some(_) => return Err(Problem::new(Reason::SchemaViolation, "$.response.output", "output must be a list")),
+        Some(_) => return Err(schema("$.response.output", "output must be a list")),
     };
     if !transitions {
         return Ok(output);
@@ -225,8 +215,7 @@ fn output_items(response: &mut Map<String, Value>, transitions: bool) -> Result<
         match t {
             Value::Array(items) => lists.push(items),
             _ => {
-                return Err(Problem::new(
-                    Reason::SchemaViolation,
+                return Err(schema(
                     format!("$.response.output[{i}]"),
                     "with contains_transitions each output entry must be a list of items",
                 ))
@@ -314,14 +303,13 @@ impl StepBuilder {
 
     fn push(&mut self, item: Value, from_output: bool, path: &str, steps: &mut Vec<Step>) -> Result<(), Problem> {
         let Value::Object(mut item) = item else {
-            return Err(Problem::new(Reason::SchemaViolation, path, "an item must be an object"));
+            return Err(schema(path, "an item must be an object"));
         };
         let kind = take_str(&mut item, "type");
         match kind.as_deref() {
             None | Some("message") => {
-                let role = take_str(&mut item, "role").ok_or_else(|| {
-                    Problem::new(Reason::SchemaViolation, format!("{path}.role"), "message without role")
-                })?;
+                let role = take_str(&mut item, "role")
+                    .ok_or_else(|| schema(format!("{path}.role"), "message without role"))?;
                 let content = take(&mut item, "content");
                 if role == "assistant" {
                     let step = self.assistant(steps, "message");
@@ -418,8 +406,8 @@ fn reasoning_text(item: &Map<String, Value>) -> Option<String> {
 }
 
 fn tool_call(mut item: Map<String, Value>, path: &str) -> Result<ToolCall, Problem> {
-    let name = take_str(&mut item, "name")
-        .ok_or_else(|| Problem::new(Reason::SchemaViolation, format!("{path}.name"), "function_call without name"))?;
+    let name =
+        take_str(&mut item, "name").ok_or_else(|| schema(format!("{path}.name"), "function_call without name"))?;
     let id = take_str(&mut item, "call_id");
     let (arguments, invalid) = crate::json::take_arguments(&mut item);
     Ok(ToolCall { arguments, arguments_invalid: invalid, extra: into_extra(item), id, name, text_embedded: false })

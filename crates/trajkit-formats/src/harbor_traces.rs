@@ -14,7 +14,7 @@ use crate::harbor_trial::status_of;
 use crate::input::InputFile;
 use crate::json::{array_elements, content_text, take, take_nonempty_str};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
-use crate::rejection::{parse_record, Problem, Reason};
+use crate::rejection::{parse_record, schema, Problem, Reason};
 
 /// Reader for Harbor trace exports.
 pub struct HarborTracesReader;
@@ -72,10 +72,6 @@ impl Reader for HarborTracesReader {
 
 fn is_row(m: &Map<String, Value>) -> bool {
     m.contains_key("conversations") && (m.contains_key("episode") || m.contains_key("run_id"))
-}
-
-fn schema(path: impl Into<String>, message: impl Into<String>) -> Problem {
-    Problem::new(Reason::SchemaViolation, path, message)
 }
 
 /// A string field unless it is one of the exporter's placeholders (then it stays in extra).

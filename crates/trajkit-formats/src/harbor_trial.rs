@@ -19,7 +19,7 @@ use crate::atif::AtifReader;
 use crate::input::{self, InputFile};
 use crate::json::{take, take_f64, take_nonempty_str, take_u64};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
-use crate::rejection::{parse_record, Problem, Reason};
+use crate::rejection::{parse_record, schema, Problem};
 
 /// Where Harbor writes the agent's ATIF trajectory, relative to the trial directory.
 pub const TRAJECTORY_PATH: &str = "agent/trajectory.json";
@@ -139,10 +139,6 @@ fn atif_input(file: &InputFile, path: &Path) -> InputFile {
     }
 }
 
-fn schema(path: &str, message: impl Into<String>) -> Problem {
-    Problem::new(Reason::SchemaViolation, path, message)
-}
-
 /// Removes `key` when it is an object; `null` and absence give `None`, another type is a
 /// schema violation.
 fn take_object(m: &mut Map<String, Value>, key: &str) -> Result<Option<Map<String, Value>>, Problem> {
@@ -152,7 +148,7 @@ fn take_object(m: &mut Map<String, Value>, key: &str) -> Result<Option<Map<Strin
             Some(Value::Object(o)) => Ok(Some(o)),
             _ => Ok(None),
         },
-        Some(_) => Err(schema(&format!("$.{key}"), format!("{key} must be an object or null"))),
+        Some(_) => Err(schema(format!("$.{key}"), format!("{key} must be an object or null"))),
     }
 }
 
@@ -378,7 +374,7 @@ fn outcome(verifier_result: Option<&mut Map<String, Value>>, exception: bool) ->
                         }
                         None => {
                             return Err(vec![schema(
-                                &format!("$.verifier_result.rewards.{k}"),
+                                format!("$.verifier_result.rewards.{k}"),
                                 "a reward must be a number",
                             )])
                         }

@@ -25,7 +25,7 @@ use crate::json::{
 };
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
-use crate::rejection::{parse_record, Problem, Reason};
+use crate::rejection::{parse_record, schema, Problem, Reason};
 
 /// Reader for Inspect AI logs.
 pub struct InspectReader;
@@ -239,10 +239,6 @@ fn object_members(bytes: &[u8]) -> (Vec<(String, Range<usize>)>, bool) {
 
 // ---------------------------------------------------------------------------------------
 // Mapping one sample.
-
-fn schema(path: impl Into<String>, message: impl Into<String>) -> Problem {
-    Problem::new(Reason::SchemaViolation, path, message)
-}
 
 /// Why a record that is not an envelope (a whole document the expansion could not split)
 /// is no trajectory.

@@ -9,7 +9,7 @@ use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use trajkit_model::Extra;
 
-use crate::rejection::{parse_record, Problem, Reason};
+use crate::rejection::{parse_record, schema, Problem};
 
 /// Removes `key` and returns it when it is a non-null value (a `null` stays in the map,
 /// so it ends up in `extra` and missing vs null stays visible).
@@ -34,10 +34,8 @@ fn take_if(map: &mut Map<String, Value>, key: &str, keep: impl FnOnce(&Value) ->
 pub fn take_list(map: &mut Map<String, Value>, key: &str) -> Result<Vec<Value>, Problem> {
     match map.remove(key) {
         Some(Value::Array(items)) => Ok(items),
-        None | Some(Value::Null) => {
-            Err(Problem::new(Reason::SchemaViolation, format!("$.{key}"), format!("{key} is missing")))
-        }
-        Some(_) => Err(Problem::new(Reason::SchemaViolation, format!("$.{key}"), format!("{key} must be a list"))),
+        None | Some(Value::Null) => Err(schema(format!("$.{key}"), format!("{key} is missing"))),
+        Some(_) => Err(schema(format!("$.{key}"), format!("{key} must be a list"))),
     }
 }
 
@@ -277,12 +275,10 @@ pub fn idx(path: &str, i: usize) -> String {
 pub(crate) fn record_object(bytes: &[u8]) -> Result<Map<String, Value>, Problem> {
     match parse_record(bytes)? {
         Value::Object(m) => Ok(m),
-        Value::Array(a) => Err(Problem::new(
-            Reason::SchemaViolation,
-            "$",
-            format!("a JSON array of {} records where one record object was expected", a.len()),
-        )),
-        _ => Err(Problem::new(Reason::SchemaViolation, "$", "a record must be a JSON object")),
+        Value::Array(a) => {
+            Err(schema("$", format!("a JSON array of {} records where one record object was expected", a.len())))
+        }
+        _ => Err(schema("$", "a record must be a JSON object")),
     }
 }
 

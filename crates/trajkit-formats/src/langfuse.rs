@@ -9,7 +9,7 @@ use trajkit_model::{Extra, Metrics};
 use crate::input::InputFile;
 use crate::json::idx;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
-use crate::rejection::{parse_record, Problem, Reason};
+use crate::rejection::{parse_record, schema, Problem};
 use crate::traces::{self, decoded, usage_metrics, Doc, Kind, Span, Top, Verdict};
 
 /// Reader for Langfuse trace exports.
@@ -35,10 +35,6 @@ impl Reader for LangfuseReader {
     fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
         RecordResult::from_result(read(raw, file))
     }
-}
-
-fn schema(path: impl Into<String>, msg: &str) -> Problem {
-    Problem::new(Reason::SchemaViolation, path, msg)
 }
 
 fn read(raw: &RawRecord, file: &InputFile) -> Result<trajkit_model::Trajectory, Problem> {

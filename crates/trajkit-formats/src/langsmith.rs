@@ -11,7 +11,7 @@ use trajkit_model::{Extra, Metrics};
 
 use crate::input::InputFile;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
-use crate::rejection::{parse_record, Problem, Reason};
+use crate::rejection::{parse_record, schema, Problem};
 use crate::traces::{self, decoded, order_key_int, usage_metrics, Doc, Kind, Span, Top, Verdict};
 
 /// Reader for LangSmith run exports.
@@ -37,10 +37,6 @@ impl Reader for LangsmithReader {
     fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
         RecordResult::from_result(read(raw, file))
     }
-}
-
-fn schema(path: impl Into<String>, msg: &str) -> Problem {
-    Problem::new(Reason::SchemaViolation, path, msg)
 }
 
 /// A run with its JSON path and the parent its nesting implies.

@@ -14,7 +14,7 @@ use crate::input::InputFile;
 use crate::json::{content_text, into_extra, take, take_f64, take_str};
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
-use crate::rejection::{parse_record, Problem, Reason};
+use crate::rejection::{parse_record, schema, Problem, Reason};
 use crate::swe_agent::{openai_calls, prediction_only, predictions_map};
 
 /// Reader for mini-swe-agent.
@@ -69,10 +69,10 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
             }
             match doc.remove("messages") {
                 Some(Value::Array(m)) => (m, doc),
-                _ => return Err(Problem::new(Reason::SchemaViolation, "$.messages", "messages must be a list")),
+                _ => return Err(schema("$.messages", "messages must be a list")),
             }
         }
-        _ => return Err(Problem::new(Reason::SchemaViolation, "$", "expected a message list or an object")),
+        _ => return Err(schema("$", "expected a message list or an object")),
     };
     let steps = steps(messages)?;
     let mut gaps = Vec::new();
@@ -141,10 +141,9 @@ fn steps(messages: Vec<Value>) -> Result<Vec<Step>, Problem> {
     for (i, m) in messages.into_iter().enumerate() {
         let path = format!("$.messages[{i}]");
         let Value::Object(mut m) = m else {
-            return Err(Problem::new(Reason::SchemaViolation, path, "a message must be an object"));
+            return Err(schema(path, "a message must be an object"));
         };
-        let role = take_str(&mut m, "role")
-            .ok_or_else(|| Problem::new(Reason::SchemaViolation, format!("{path}.role"), "message without role"))?;
+        let role = take_str(&mut m, "role").ok_or_else(|| schema(format!("{path}.role"), "message without role"))?;
         let content = take(&mut m, "content");
         let mut step = match role.as_str() {
             "system" => Step::new(Role::System, content),

@@ -10,7 +10,7 @@ use trajkit_model::Extra;
 use crate::input::InputFile;
 use crate::json::idx;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
-use crate::rejection::{parse_record, Problem, Reason};
+use crate::rejection::{parse_record, schema, Problem};
 use crate::traces::{self, order_key_int, usage_metrics, Doc, Kind, Span, Top, Verdict};
 
 /// Reader for MLflow trace JSON.
@@ -36,10 +36,6 @@ impl Reader for MlflowReader {
     fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
         RecordResult::from_result(read(raw, file))
     }
-}
-
-fn schema(path: impl Into<String>, msg: &str) -> Problem {
-    Problem::new(Reason::SchemaViolation, path, msg)
 }
 
 /// An attribute value: MLflow stores each as a JSON-encoded string.

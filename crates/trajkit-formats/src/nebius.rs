@@ -14,7 +14,7 @@ use crate::input::InputFile;
 use crate::json::{idx, into_extra, take, take_nonempty_str, take_str};
 use crate::json::{is_array_document, record_object};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
-use crate::rejection::{Problem, Reason};
+use crate::rejection::{schema, Problem, Reason};
 use crate::swe::{bool_outcome, observation_step, standard_gaps, swe_task, task_id, text_call_id};
 
 /// Family name.
@@ -82,10 +82,10 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
 /// `user` turns after the first `ai` turn are the environment's answers.
 fn turn_step(turn: Value, path: &str, before: &[Step]) -> Result<Step, Problem> {
     let Value::Object(mut turn) = turn else {
-        return Err(Problem::new(Reason::SchemaViolation, path, "a turn must be an object"));
+        return Err(schema(path, "a turn must be an object"));
     };
-    let role = take_str(&mut turn, "role")
-        .ok_or_else(|| Problem::new(Reason::SchemaViolation, format!("{path}.role"), "turn without a string role"))?;
+    let role =
+        take_str(&mut turn, "role").ok_or_else(|| schema(format!("{path}.role"), "turn without a string role"))?;
     let text = take(&mut turn, "text");
     let mut step = match role.as_str() {
         "system" => {

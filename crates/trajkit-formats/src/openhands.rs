@@ -17,7 +17,7 @@ use trajkit_model::{
 use crate::input::InputFile;
 use crate::json::{content_text, into_extra, take, take_f64, take_nonempty_str, take_str, take_u64};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
-use crate::rejection::{parse_record, Problem, Reason};
+use crate::rejection::{parse_record, schema, Problem};
 
 /// Reader for OpenHands event streams, evaluation output and resolver output.
 pub struct OpenHandsReader;
@@ -99,10 +99,6 @@ enum Shape {
     Eval,
     /// A resolver `output.jsonl` line.
     Resolver,
-}
-
-fn schema(path: impl Into<String>, message: impl Into<String>) -> Problem {
-    Problem::new(Reason::SchemaViolation, path, message)
 }
 
 /// Maps one record (an event list, or an output row) to a trajectory.

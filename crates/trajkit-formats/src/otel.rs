@@ -22,7 +22,7 @@ use trajkit_model::{Extra, Outcome, Step, Trajectory};
 
 use crate::input::{self, InputFile};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult, PEEK_BYTES};
-use crate::rejection::{parse_record, Problem, Reason};
+use crate::rejection::{parse_record, schema, Problem, Reason};
 use crate::traces::{self, Doc, Kind, Top};
 use attrs::{attributes, id};
 use span::{is_error, Attrs};
@@ -299,7 +299,7 @@ fn gather_doc(g: &mut Gathered, file: usize, line: Option<u64>, doc: &Value, pro
     };
     let Some(groups) = resource_groups(doc) else {
         let msg = format!("{at}: an OTLP document needs resourceSpans (or batches)");
-        problems.push(Problem::new(Reason::SchemaViolation, "$.resourceSpans", msg));
+        problems.push(schema("$.resourceSpans", msg));
         return;
     };
     for (gi, group) in groups.iter().enumerate() {
@@ -308,7 +308,7 @@ fn gather_doc(g: &mut Gathered, file: usize, line: Option<u64>, doc: &Value, pro
             for key in ["traceId", "spanId"] {
                 if id(s.get(key)).is_none() {
                     let path = format!("$.resourceSpans[{gi}].spans[{si}].{key}");
-                    problems.push(Problem::new(Reason::SchemaViolation, path, format!("{at}: span without {key}")));
+                    problems.push(schema(path, format!("{at}: span without {key}")));
                 }
             }
             if id(s.get("traceId")).is_some() && id(s.get("spanId")).is_some() {
@@ -408,10 +408,6 @@ fn bundle(g: &Gathered, trace: &str, root: Option<&str>, members: &[usize]) -> V
 // ---------------------------------------------------------------------------------------
 // One record
 // ---------------------------------------------------------------------------------------
-
-fn schema(path: &str, msg: &str) -> Problem {
-    Problem::new(Reason::SchemaViolation, path, msg)
-}
 
 /// A record made by `expand` as a trajectory.
 fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {

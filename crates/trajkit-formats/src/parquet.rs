@@ -25,7 +25,7 @@ use parquet::arrow::arrow_reader::{
 };
 
 use crate::reader::PEEK_BYTES;
-use crate::rejection::{Problem, Reason};
+use crate::rejection::{schema, Problem};
 
 /// The 4 bytes every Parquet file begins (and ends) with.
 pub const MAGIC: &[u8] = b"PAR1";
@@ -234,11 +234,7 @@ impl Unconvertible {
 
     fn problem(self) -> Problem {
         let path: String = std::iter::once("$".to_string()).chain(self.path.into_iter().rev()).collect();
-        Problem::new(
-            Reason::SchemaViolation,
-            path,
-            format!("Parquet value not representable as JSON: {}", self.message),
-        )
+        schema(path, format!("Parquet value not representable as JSON: {}", self.message))
     }
 }
 
@@ -488,6 +484,7 @@ fn dictionary_key(keys: &dyn Array, i: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rejection::Reason;
 
     #[test]
     fn rows_are_detected_as_json_lines() {

@@ -17,7 +17,7 @@ use crate::identity::{FileIdentities, Identity, Seen};
 use crate::input::{self, InputFile};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult, TopOf, TopPeek, PEEK_BYTES};
 use crate::registry;
-use crate::rejection::{Problem, Reason, Rejection};
+use crate::rejection::{schema, Problem, Reason, Rejection};
 use crate::report::{FileReport, TrajectoryCounts};
 
 /// How to read.
@@ -1284,9 +1284,7 @@ fn process(
                     rollout_key,
                     canonical: out,
                 }),
-                Err(e) => {
-                    Err(vec![Problem::new(Reason::SchemaViolation, "$", format!("cannot serialize record: {e}"))])
-                }
+                Err(e) => Err(vec![schema("$", format!("cannot serialize record: {e}"))]),
             }
         }
     }))

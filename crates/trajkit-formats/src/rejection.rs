@@ -131,6 +131,11 @@ impl Problem {
     }
 }
 
+/// A schema violation at `json_path`: the problem readers report most.
+pub(crate) fn schema(json_path: impl Into<String>, message: impl Into<String>) -> Problem {
+    Problem::new(Reason::SchemaViolation, json_path, message)
+}
+
 /// A rejected record: where it is and every problem found (the first is the reason counted).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Rejection {

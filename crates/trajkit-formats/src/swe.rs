@@ -10,7 +10,7 @@ use trajkit_model::{
 
 use crate::json::{content_text, idx, into_extra, take, take_nonempty_str, take_str};
 use crate::links::link_tool_results;
-use crate::rejection::{Problem, Reason};
+use crate::rejection::{schema, Problem, Reason};
 
 /// One chat message (OpenAI chat shape) as a step. Assistant calls come from structured
 /// `tool_calls` when present, else (with `text_calls`) from `<function=...>` text in the
@@ -19,11 +19,10 @@ use crate::rejection::{Problem, Reason};
 /// (harness auto-replies travel as user messages).
 pub(crate) fn chat_step(msg: Value, path: &str, before: &[Step], text_calls: bool) -> Result<Step, Problem> {
     let Value::Object(mut msg) = msg else {
-        return Err(Problem::new(Reason::SchemaViolation, path, "a message must be an object"));
+        return Err(schema(path, "a message must be an object"));
     };
-    let role = take_str(&mut msg, "role").ok_or_else(|| {
-        Problem::new(Reason::SchemaViolation, format!("{path}.role"), "message without a string role")
-    })?;
+    let role =
+        take_str(&mut msg, "role").ok_or_else(|| schema(format!("{path}.role"), "message without a string role"))?;
     let content = take(&mut msg, "content");
     let mut step = match role.as_str() {
         "system" => Step::new(Role::System, content),
@@ -227,20 +226,19 @@ pub(crate) fn task_id(row: &mut Map<String, Value>) -> Option<String> {
 /// every other field (`type`, `index`, ...) stays in the call's `extra`.
 pub(crate) fn chat_tool_calls(v: Value, path: &str) -> Result<Vec<ToolCall>, Problem> {
     let Value::Array(items) = v else {
-        return Err(Problem::new(Reason::SchemaViolation, path, "tool_calls must be a list"));
+        return Err(schema(path, "tool_calls must be a list"));
     };
     let mut calls = Vec::with_capacity(items.len());
     for (i, item) in items.into_iter().enumerate() {
         let p = idx(path, i);
         let Value::Object(mut item) = item else {
-            return Err(Problem::new(Reason::SchemaViolation, p, "a tool call must be an object"));
+            return Err(schema(p, "a tool call must be an object"));
         };
         let Some(Value::Object(mut function)) = item.remove("function") else {
-            return Err(Problem::new(Reason::SchemaViolation, format!("{p}.function"), "function must be an object"));
+            return Err(schema(format!("{p}.function"), "function must be an object"));
         };
-        let name = take_str(&mut function, "name").ok_or_else(|| {
-            Problem::new(Reason::SchemaViolation, format!("{p}.function.name"), "tool call without a string name")
-        })?;
+        let name = take_str(&mut function, "name")
+            .ok_or_else(|| schema(format!("{p}.function.name"), "tool call without a string name"))?;
         let (arguments, invalid) = crate::json::take_arguments(&mut function);
         let id = take_str(&mut item, "id");
         if !function.is_empty() {

@@ -15,7 +15,7 @@ use crate::json::{into_extra, take, take_f64, take_str, take_u64};
 use crate::links::link_tool_results;
 use crate::outcomes;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
-use crate::rejection::{parse_record, Problem, Reason};
+use crate::rejection::{parse_record, schema, Problem, Reason};
 
 /// Reader for SWE-agent trajectories and predictions.
 pub struct SweAgentReader;
@@ -98,7 +98,7 @@ pub(crate) fn prediction_only() -> Problem {
 
 fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     let Value::Object(mut doc) = parse_record(raw.bytes)? else {
-        return Err(Problem::new(Reason::SchemaViolation, "$", "a .traj must be a JSON object"));
+        return Err(schema("$", "a .traj must be a JSON object"));
     };
     if is_prediction(&doc) || is_prediction_map(&doc) {
         return Err(prediction_only());
@@ -108,7 +108,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     }
     let history = match doc.remove("history") {
         Some(Value::Array(h)) => h,
-        _ => return Err(Problem::new(Reason::SchemaViolation, "$.history", "history must be a list of messages")),
+        _ => return Err(schema("$.history", "history must be a list of messages")),
     };
     let actions = match doc.get("trajectory") {
         Some(Value::Array(t)) => {
@@ -184,10 +184,9 @@ fn steps(history: Vec<Value>, actions: &[Option<String>]) -> Result<Vec<Step>, P
     for (i, msg) in history.into_iter().enumerate() {
         let path = format!("$.history[{i}]");
         let Value::Object(mut m) = msg else {
-            return Err(Problem::new(Reason::SchemaViolation, path, "a history message must be an object"));
+            return Err(schema(path, "a history message must be an object"));
         };
-        let role = take_str(&mut m, "role")
-            .ok_or_else(|| Problem::new(Reason::SchemaViolation, format!("{path}.role"), "message without role"))?;
+        let role = take_str(&mut m, "role").ok_or_else(|| schema(format!("{path}.role"), "message without role"))?;
         let content = take(&mut m, "content").map(|c| decode_json_list(c, is_content_part));
         let is_demo = m.get("is_demo").and_then(Value::as_bool) == Some(true);
         let mut step = match role.as_str() {
@@ -279,26 +278,20 @@ fn is_call(v: &Value) -> bool {
 
 pub(crate) fn openai_calls(v: Value, path: &str) -> Result<Vec<ToolCall>, Problem> {
     let Value::Array(calls) = v else {
-        return Err(Problem::new(Reason::SchemaViolation, format!("{path}.tool_calls"), "tool_calls must be a list"));
+        return Err(schema(format!("{path}.tool_calls"), "tool_calls must be a list"));
     };
     let mut out = Vec::with_capacity(calls.len());
     for (k, c) in calls.into_iter().enumerate() {
         let at = format!("{path}.tool_calls[{k}]");
         let Value::Object(mut c) = c else {
-            return Err(Problem::new(Reason::SchemaViolation, at, "a tool call must be an object"));
+            return Err(schema(at, "a tool call must be an object"));
         };
         let mut function = match c.remove("function") {
             Some(Value::Object(f)) => f,
-            _ => {
-                return Err(Problem::new(
-                    Reason::SchemaViolation,
-                    format!("{at}.function"),
-                    "function must be an object",
-                ))
-            }
+            _ => return Err(schema(format!("{at}.function"), "function must be an object")),
         };
         let Some(name) = take_str(&mut function, "name") else {
-            return Err(Problem::new(Reason::SchemaViolation, format!("{at}.function.name"), "a call needs a name"));
+            return Err(schema(format!("{at}.function.name"), "a call needs a name"));
         };
         let (arguments, invalid) = crate::json::take_arguments(&mut function);
         if !function.is_empty() {

@@ -19,7 +19,7 @@ use crate::input::InputFile;
 use crate::json::{idx, into_extra, take_nonempty_str};
 use crate::json::{is_array_document, record_object};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
-use crate::rejection::{Problem, Reason};
+use crate::rejection::{schema, Problem, Reason};
 use crate::swe::{bool_outcome, chat_step, standard_gaps, swe_task};
 
 /// Family name.
@@ -96,10 +96,10 @@ fn messages(row: &mut Map<String, Value>) -> Result<Vec<Value>, Problem> {
         Some(Value::Array(items)) => Ok(items),
         Some(Value::String(s)) => match serde_json::from_str::<Value>(&s) {
             Ok(Value::Array(items)) => Ok(items),
-            Ok(_) => Err(Problem::new(Reason::SchemaViolation, "$.messages", "messages string must hold a JSON list")),
+            Ok(_) => Err(schema("$.messages", "messages string must hold a JSON list")),
             Err(e) => Err(Problem::new(Reason::InvalidJson, "$.messages", format!("messages string is not JSON: {e}"))),
         },
-        None | Some(Value::Null) => Err(Problem::new(Reason::SchemaViolation, "$.messages", "messages is missing")),
-        Some(_) => Err(Problem::new(Reason::SchemaViolation, "$.messages", "messages must be a list or a JSON string")),
+        None | Some(Value::Null) => Err(schema("$.messages", "messages is missing")),
+        Some(_) => Err(schema("$.messages", "messages must be a list or a JSON string")),
     }
 }

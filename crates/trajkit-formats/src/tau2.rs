@@ -26,7 +26,7 @@ use crate::input::{self, InputFile};
 use crate::json::{array_elements, into_extra, object_members, take, take_f64, take_seconds, take_str, take_u64};
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
-use crate::rejection::{parse_record, Problem, Reason};
+use crate::rejection::{parse_record, schema, Problem, Reason};
 
 /// Reader for tau2-bench results documents and simulation files.
 pub struct Tau2Reader;
@@ -396,10 +396,6 @@ fn indent_tab(text: &str) -> String {
 
 // ---------------------------------------------------------------------------------------
 // One simulation
-
-fn schema(path: impl Into<String>, msg: impl Into<String>) -> Problem {
-    Problem::new(Reason::SchemaViolation, path, msg)
-}
 
 /// Maps one simulation; returns the trajectory and its rollout key (the simulation id).
 fn read(raw: &RawRecord, file: &InputFile, ctx: Option<&Context>) -> Result<(Trajectory, Option<String>), Problem> {

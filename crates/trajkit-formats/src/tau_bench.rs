@@ -17,7 +17,7 @@ use crate::input::InputFile;
 use crate::json::{array_elements, into_extra, take, take_f64, take_str};
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
-use crate::rejection::{parse_record, Problem, Reason};
+use crate::rejection::{parse_record, schema, Problem, Reason};
 use crate::tau2::parse_arguments;
 
 /// Reader for tau-bench v1 result files.
@@ -75,10 +75,6 @@ impl Reader for TauBenchReader {
     fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
         RecordResult::from_result(read(raw, file))
     }
-}
-
-fn schema(path: impl Into<String>, msg: impl Into<String>) -> Problem {
-    Problem::new(Reason::SchemaViolation, path, msg)
 }
 
 fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {

@@ -15,7 +15,7 @@ use crate::input::InputFile;
 use crate::json::{array_elements, into_extra, take, take_str};
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
-use crate::rejection::{parse_record, Problem, Reason};
+use crate::rejection::{parse_record, schema, Problem, Reason};
 
 /// Reader for ToolBench answer, SFT and query files.
 pub struct ToolBenchReader;
@@ -63,10 +63,6 @@ impl Reader for ToolBenchReader {
     fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
         RecordResult::from_result(read(raw, file))
     }
-}
-
-fn schema(path: impl Into<String>, msg: impl Into<String>) -> Problem {
-    Problem::new(Reason::SchemaViolation, path, msg)
 }
 
 fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {

@@ -10,7 +10,7 @@ use crate::chat::first_user_task;
 use crate::input::InputFile;
 use crate::json::{object_members, record_object, take, take_str, take_u64, Member};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
-use crate::rejection::{Problem, Reason};
+use crate::rejection::{schema, Problem};
 
 /// Reader for VS Code Copilot Chat sessions and exports.
 pub struct CopilotChatReader;
@@ -68,16 +68,12 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     let requests = match session.remove("requests") {
         Some(Value::Array(a)) => a,
         None | Some(Value::Null) => Vec::new(),
-        Some(_) => return Err(Problem::new(Reason::SchemaViolation, "$.requests", "requests must be an array")),
+        Some(_) => return Err(schema("$.requests", "requests must be an array")),
     };
     let mut s = Session::default();
     for (i, r) in requests.into_iter().enumerate() {
         let Value::Object(r) = r else {
-            return Err(Problem::new(
-                Reason::SchemaViolation,
-                format!("$.requests[{i}]"),
-                "a request must be an object",
-            ));
+            return Err(schema(format!("$.requests[{i}]"), "a request must be an object"));
         };
         s.request(i, r);
     }

@@ -14,7 +14,7 @@ use crate::claude_code::{parse_lines, Line};
 use crate::input::InputFile;
 use crate::json::{take, take_str, take_u64};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
-use crate::rejection::{Problem, Reason};
+use crate::rejection::{schema, Problem};
 
 /// Reader for Copilot CLI session logs.
 pub struct CopilotCliReader;
@@ -49,7 +49,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     for line in parse_lines(raw.bytes)? {
         if !line.obj.get("type").is_some_and(Value::is_string) {
             let path = format!("$[line {}].type", line.no);
-            return Err(Problem::new(Reason::SchemaViolation, path, "an event needs a string type"));
+            return Err(schema(path, "an event needs a string type"));
         }
         match line.obj.get("agentId").and_then(Value::as_str) {
             None => main.push(line),

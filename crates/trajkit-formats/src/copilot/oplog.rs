@@ -7,7 +7,7 @@
 use serde_json::{Map, Value};
 
 use crate::claude_code::parse_lines;
-use crate::rejection::{Problem, Reason};
+use crate::rejection::{schema, Problem};
 
 /// The session a mutation log ends with; a line that does not apply rejects the file,
 /// naming the line and field.
@@ -47,7 +47,7 @@ pub(super) fn replay(bytes: &[u8]) -> Result<Map<String, Value>, Problem> {
 }
 
 fn violation(path: String, message: &str) -> Problem {
-    Problem::new(Reason::SchemaViolation, path, message)
+    schema(path, message)
 }
 
 /// The container a path leads to: object members by string, array items by index.

@@ -19,7 +19,7 @@ use crate::error::FormatError;
 use crate::input::InputFile;
 use crate::json::{content_text, idx, into_extra, record_object};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
-use crate::rejection::{Problem, Reason};
+use crate::rejection::{schema, Problem, Reason};
 use path::{type_name, FieldPath};
 use spec::{RecordLayout, Spec};
 
@@ -129,7 +129,7 @@ fn expand(
         let record = match serde_json::to_vec(&item) {
             Ok(b) if b.len() > limit => Err(crate::pipeline::too_large_problem(limit)),
             Ok(b) => Ok(b),
-            Err(e) => Err(Problem::new(Reason::SchemaViolation, "$", format!("cannot re-encode the record: {e}"))),
+            Err(e) => Err(schema("$", format!("cannot re-encode the record: {e}"))),
         };
         if !emit(record) {
             break;
@@ -148,8 +148,7 @@ impl MappingReader {
             Some(Value::Array(items)) => items,
             Some(other) => return Err(self.wrong(&r.messages, "$", "an array of messages", &other)),
             None => {
-                return Err(Problem::new(
-                    Reason::SchemaViolation,
+                return Err(schema(
                     r.messages.place("$"),
                     format!("no messages at mapping path `{}`", r.messages.as_str()),
                 ))
@@ -195,7 +194,7 @@ impl MappingReader {
     /// its own step.
     fn map_message(&self, msg: Value, at: &str, steps: &mut Vec<Step>) -> Result<(), Problem> {
         let Value::Object(mut msg) = msg else {
-            return Err(Problem::new(Reason::SchemaViolation, at, "a message must be an object"));
+            return Err(schema(at, "a message must be an object"));
         };
         let m = &self.spec.message;
         let filled = filled_objects(&msg);
@@ -204,8 +203,7 @@ impl MappingReader {
             (Some(other), _) => return Err(self.wrong(&m.role, at, "a string role", &other)),
             (None, Some(default)) => (default.clone(), false),
             (None, None) => {
-                return Err(Problem::new(
-                    Reason::SchemaViolation,
+                return Err(schema(
                     m.role.place(at),
                     format!("message without a role at mapping path `{}`", m.role.as_str()),
                 ))
@@ -316,15 +314,14 @@ impl MappingReader {
         for (k, item) in items.into_iter().enumerate() {
             let here = idx(&base, k);
             let Value::Object(mut item) = item else {
-                return Err(Problem::new(Reason::SchemaViolation, here, "a tool call must be an object"));
+                return Err(schema(here, "a tool call must be an object"));
             };
             let filled = filled_objects(&item);
             let name = match t.name.take(&mut item, &here)? {
                 Some(Value::String(s)) => s,
                 Some(other) => return Err(self.wrong(&t.name, &here, "a string tool name", &other)),
                 None => {
-                    return Err(Problem::new(
-                        Reason::SchemaViolation,
+                    return Err(schema(
                         t.name.place(&here),
                         format!("tool call without a name at mapping path `{}`", t.name.as_str()),
                     ))
@@ -443,11 +440,7 @@ impl MappingReader {
 
     /// The problem of a value of the wrong type at a mapped path.
     fn wrong(&self, path: &FieldPath, at: &str, wanted: &str, found: &Value) -> Problem {
-        Problem::new(
-            Reason::SchemaViolation,
-            path.place(at),
-            format!("mapping path `{}` needs {wanted}, found {}", path.as_str(), type_name(found)),
-        )
+        schema(path.place(at), format!("mapping path `{}` needs {wanted}, found {}", path.as_str(), type_name(found)))
     }
 }
 

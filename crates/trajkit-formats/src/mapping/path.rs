@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::rejection::{Problem, Reason};
+use crate::rejection::{schema, Problem};
 
 /// One step of a path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,11 +108,7 @@ impl FieldPath {
 
     /// The problem of a record whose value at `place` is not what the path needs.
     fn mismatch(&self, place: &str, wanted: &str, found: &str) -> Problem {
-        Problem::new(
-            Reason::SchemaViolation,
-            place,
-            format!("mapping path `{}` needs {wanted} at {place}, found {found}", self.text),
-        )
+        schema(place, format!("mapping path `{}` needs {wanted} at {place}, found {found}", self.text))
     }
 
     /// Where this path points when applied at `at` (for messages naming a field).

@@ -13,7 +13,7 @@ use crate::input::InputFile;
 use crate::json::{idx, take_str};
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
-use crate::rejection::{parse_record, Problem, Reason};
+use crate::rejection::{parse_record, schema, Problem};
 
 /// Reader for OpenCode sessions.
 pub struct OpenCodeReader;
@@ -83,7 +83,7 @@ impl Reader for OpenCodeReader {
     fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
         let result = match parse_record(raw.bytes) {
             Ok(Value::Object(doc)) => session(doc, raw.id(FAMILY), raw, file),
-            Ok(_) => Err(Problem::new(Reason::SchemaViolation, "$", "a session must be a JSON object")),
+            Ok(_) => Err(schema("$", "a session must be a JSON object")),
             Err(p) => Err(p),
         };
         RecordResult::from_result(result)
@@ -97,13 +97,13 @@ fn session(mut doc: Map<String, Value>, id: String, raw: &RawRecord, file: &Inpu
         None if doc.contains_key("projectID") => {
             let msg = "a session info file outside OpenCode's storage tree (storage/session/<projectID>/<id>.json): \
                        its message and part files are not beside it";
-            return Err(Problem::new(Reason::SchemaViolation, "$", msg));
+            return Err(schema("$", msg));
         }
-        _ => return Err(Problem::new(Reason::SchemaViolation, "$.info", "missing or not an object")),
+        _ => return Err(schema("$.info", "missing or not an object")),
     };
     let messages = match doc.remove("messages") {
         Some(Value::Array(m)) => m,
-        _ => return Err(Problem::new(Reason::SchemaViolation, "$.messages", "missing or not an array")),
+        _ => return Err(schema("$.messages", "missing or not an array")),
     };
     let mut steps = Vec::new();
     let mut gaps = Vec::new();

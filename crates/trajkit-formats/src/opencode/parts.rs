@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use trajkit_model::{Extra, Gap, GapKind, Metrics, Role, Step, ToolCall, ToolResult};
 
 use crate::json::{idx, take, take_f64, take_str, take_u64};
-use crate::rejection::{Problem, Reason};
+use crate::rejection::{schema, Problem, Reason};
 
 /// The trajectory's model so far: the first assistant message's `modelID` and `providerID`.
 pub(super) type Model = Option<(String, Option<String>)>;
@@ -20,19 +20,19 @@ pub(super) fn message(
     model: &mut Model,
 ) -> Result<(), Problem> {
     let Value::Object(mut m) = m else {
-        return Err(Problem::new(Reason::SchemaViolation, path, "a message must be an object {info, parts}"));
+        return Err(schema(path, "a message must be an object {info, parts}"));
     };
     let mut info = match m.remove("info") {
         Some(Value::Object(i)) => i,
-        _ => return Err(Problem::new(Reason::SchemaViolation, format!("{path}.info"), "missing or not an object")),
+        _ => return Err(schema(format!("{path}.info"), "missing or not an object")),
     };
     let parts = match m.remove("parts") {
         Some(Value::Array(p)) => checked_parts(p, path)?,
-        _ => return Err(Problem::new(Reason::SchemaViolation, format!("{path}.parts"), "missing or not an array")),
+        _ => return Err(schema(format!("{path}.parts"), "missing or not an array")),
     };
     let role = match take_str(&mut info, "role") {
         Some(r) => r,
-        None => return Err(Problem::new(Reason::SchemaViolation, format!("{path}.info.role"), "missing role")),
+        None => return Err(schema(format!("{path}.info.role"), "missing role")),
     };
     let first = steps.len();
     match role.as_str() {
@@ -67,17 +67,13 @@ fn checked_parts(parts: Vec<Value>, path: &str) -> Result<Vec<Map<String, Value>
     for (k, p) in parts.into_iter().enumerate() {
         let at = idx(&format!("{path}.parts"), k);
         let Value::Object(mut p) = p else {
-            return Err(Problem::new(Reason::SchemaViolation, at, "a part must be an object"));
+            return Err(schema(at, "a part must be an object"));
         };
         if !p.get("type").is_some_and(Value::is_string) {
-            return Err(Problem::new(Reason::SchemaViolation, format!("{at}.type"), "missing or not a string"));
+            return Err(schema(format!("{at}.type"), "missing or not a string"));
         }
         if p.get("type").and_then(Value::as_str) == Some("tool") && !p.get("state").is_some_and(Value::is_object) {
-            return Err(Problem::new(
-                Reason::SchemaViolation,
-                format!("{at}.state"),
-                "a tool part needs a state object",
-            ));
+            return Err(schema(format!("{at}.state"), "a tool part needs a state object"));
         }
         p.remove("sessionID");
         p.remove("messageID");

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use crate::input::{self, InputFile};
-use crate::rejection::{parse_record, Problem, Reason};
+use crate::rejection::{parse_record, schema, Problem, Reason};
 
 /// Key of the assembled record that holds the child sessions' records (not an OpenCode key).
 pub(super) const CHILDREN: &str = "trajkit:children";
@@ -207,7 +207,7 @@ fn load(path: &Path, lead: &InputFile, limit: usize, problems: &mut Vec<Problem>
 fn object(bytes: &[u8], display: &str) -> Result<Map<String, Value>, Problem> {
     match parse_record(bytes) {
         Ok(Value::Object(m)) => Ok(m),
-        Ok(_) => Err(Problem::new(Reason::SchemaViolation, "$", format!("{display}: not a JSON object"))),
+        Ok(_) => Err(schema("$", format!("{display}: not a JSON object"))),
         Err(mut p) => {
             p.message = format!("{display}: {}", p.message);
             Err(p)
