@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use trajkit_model::{Agent, Authorship, Extra, Metrics, Role, Step, Task, ToolCall, ToolResult, Trajectory};
 
 use crate::input::{self, InputFile};
-use crate::json::{idx, take, take_f64, take_str, take_u64};
+use crate::json::{idx, take, take_f64, take_object, take_str, take_u64};
 use crate::links::link_tool_results_except;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, schema, Problem, Reason};
@@ -207,14 +207,7 @@ fn assistant_step(mut m: Map<String, Value>, at: usize, model: &mut Option<Strin
 /// `completion_tokens` = completion; `cost` → `cost_usd`. Returns what is left.
 fn step_metrics(mut metrics: Map<String, Value>) -> (Option<Metrics>, Map<String, Value>) {
     let cost = take_f64(&mut metrics, "cost");
-    let mut tokens = match metrics.remove("tokens") {
-        Some(Value::Object(t)) => t,
-        Some(other) => {
-            metrics.insert("tokens".into(), other);
-            Map::new()
-        }
-        None => Map::new(),
-    };
+    let mut tokens = take_object(&mut metrics, "tokens").unwrap_or_default();
     let completion = take_u64(&mut tokens, "completion");
     let prompt = tokens.get("prompt").and_then(Value::as_u64);
     let cached = tokens.get("cached").and_then(Value::as_u64);

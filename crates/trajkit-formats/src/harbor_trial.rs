@@ -141,7 +141,7 @@ fn atif_input(file: &InputFile, path: &Path) -> InputFile {
 
 /// Removes `key` when it is an object; `null` and absence give `None`, another type is a
 /// schema violation.
-fn take_object(m: &mut Map<String, Value>, key: &str) -> Result<Option<Map<String, Value>>, Problem> {
+fn take_object_or_null(m: &mut Map<String, Value>, key: &str) -> Result<Option<Map<String, Value>>, Problem> {
     match m.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Object(_)) => match m.remove(key) {
@@ -220,9 +220,9 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Vec<PathBuf>),
         return Err(vec![schema("$.trial_name", "trial_name must be a string")]);
     }
     let one = |p: Problem| vec![p];
-    let mut agent_info = take_object(&mut row, "agent_info").map_err(one)?;
-    let mut agent_result = take_object(&mut row, "agent_result").map_err(one)?;
-    let mut verifier_result = take_object(&mut row, "verifier_result").map_err(one)?;
+    let mut agent_info = take_object_or_null(&mut row, "agent_info").map_err(one)?;
+    let mut agent_result = take_object_or_null(&mut row, "agent_result").map_err(one)?;
+    let mut verifier_result = take_object_or_null(&mut row, "verifier_result").map_err(one)?;
     let exception = match row.get("exception_info") {
         None | Some(Value::Null) => None,
         Some(Value::Object(e)) => Some(e),

@@ -21,7 +21,8 @@ use trajkit_model::{
 
 use crate::input::InputFile;
 use crate::json::{
-    array_elements, content_text, into_extra, take, take_f64, take_nonempty_str, take_seconds, take_str, take_u64,
+    array_elements, content_text, into_extra, take, take_f64, take_nonempty_str, take_object, take_seconds, take_str,
+    take_u64,
 };
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
@@ -325,14 +326,7 @@ fn map_sample(
     }
 
     // Header: task name, model, harness version, log format version.
-    let spec = match log.remove("eval") {
-        Some(Value::Object(s)) => Some(s),
-        Some(other) => {
-            log.insert("eval".into(), other);
-            None
-        }
-        None => None,
-    };
+    let spec = take_object(&mut log, "eval");
     let spec_str = |k: &str| spec.as_ref().and_then(|s| s.get(k)).and_then(Value::as_str).filter(|s| !s.is_empty());
     let task_name = spec_str("task").map(str::to_string);
     let model = spec_str("model").map(str::to_string);

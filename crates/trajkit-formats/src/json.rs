@@ -47,6 +47,15 @@ pub fn take_str(map: &mut Map<String, Value>, key: &str) -> Option<String> {
     }
 }
 
+/// Removes `key` when it is an object; a value of another type stays where it was (so it
+/// ends up in `extra`).
+pub fn take_object(map: &mut Map<String, Value>, key: &str) -> Option<Map<String, Value>> {
+    match take_if(map, key, Value::is_object)? {
+        Value::Object(m) => Some(m),
+        _ => None,
+    }
+}
+
 /// Removes `key` when it is a non-empty string (an empty string stays where it was).
 pub fn take_nonempty_str(map: &mut Map<String, Value>, key: &str) -> Option<String> {
     match map.get(key) {

@@ -11,7 +11,7 @@ use trajkit_model::{
 };
 
 use crate::input::InputFile;
-use crate::json::{content_text, into_extra, take, take_f64, take_str};
+use crate::json::{content_text, into_extra, take, take_f64, take_object, take_str};
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, schema, Problem, Reason};
@@ -77,14 +77,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     let steps = steps(messages)?;
     let mut gaps = Vec::new();
     link_tool_results(&steps, &mut gaps);
-    let mut info = match doc.remove("info") {
-        Some(Value::Object(i)) => i,
-        Some(other) => {
-            doc.insert("info".into(), other);
-            Map::new()
-        }
-        None => Map::new(),
-    };
+    let mut info = take_object(&mut doc, "info").unwrap_or_default();
     let metrics = match info.get_mut("model_stats").and_then(Value::as_object_mut) {
         Some(stats) => {
             take_f64(stats, "instance_cost").map(|cost| Metrics { cost_usd: Some(cost), ..Default::default() })

@@ -15,7 +15,7 @@ use trajkit_model::{
 };
 
 use crate::input::InputFile;
-use crate::json::{content_text, into_extra, take, take_f64, take_nonempty_str, take_str, take_u64};
+use crate::json::{content_text, into_extra, take, take_f64, take_nonempty_str, take_object, take_str, take_u64};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, schema, Problem};
 
@@ -304,14 +304,7 @@ fn action_args(ev: &mut Map<String, Value>) -> Map<String, Value> {
 fn action_step(mut ev: Map<String, Value>, kind: String, event_id: Option<&Value>, ctx: &mut Context) -> Step {
     let call = is_call(&ev, &kind);
     let mut args = action_args(&mut ev);
-    let mut tcm = match ev.remove("tool_call_metadata") {
-        Some(Value::Object(m)) => Some(m),
-        Some(other) => {
-            ev.insert("tool_call_metadata".into(), other);
-            None
-        }
-        None => None,
-    };
+    let mut tcm = take_object(&mut ev, "tool_call_metadata");
     let source = ev.get("source").and_then(Value::as_str).map(str::to_string);
     let mut step = if kind == "system" {
         system_step(&mut args, ctx)
@@ -529,14 +522,7 @@ fn agent(row: &Map<String, Value>, ctx: &mut Context) -> Agent {
 /// cost and token usage. A cost of 0 next to counted tokens means the model was not priced:
 /// it stays in `extra`.
 fn run_metrics(mut m: Map<String, Value>) -> Option<Metrics> {
-    let mut usage = match m.remove("accumulated_token_usage") {
-        Some(Value::Object(u)) => u,
-        Some(other) => {
-            m.insert("accumulated_token_usage".into(), other);
-            Map::new()
-        }
-        None => Map::new(),
-    };
+    let mut usage = take_object(&mut m, "accumulated_token_usage").unwrap_or_default();
     let prompt = take_u64(&mut usage, "prompt_tokens");
     let completion = take_u64(&mut usage, "completion_tokens");
     let cached = take_u64(&mut usage, "cache_read_tokens");

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use trajkit_model::{Agent, Metrics, Provenance, Role, Step, Task, TaskKeySource, ToolCall, ToolResult, Trajectory};
 
 use crate::input::InputFile;
-use crate::json::{into_extra, take, take_f64, take_str, take_u64};
+use crate::json::{into_extra, take, take_f64, take_object, take_str, take_u64};
 use crate::links::link_tool_results;
 use crate::outcomes;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
@@ -119,15 +119,8 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     let steps = steps(history, &actions)?;
     let mut gaps = Vec::new();
     link_tool_results(&steps, &mut gaps);
-    let mut info = match doc.remove("info") {
-        Some(Value::Object(i)) => i,
-        Some(other) => {
-            // Not the documented shape: kept as it is.
-            doc.insert("info".into(), other);
-            Map::new()
-        }
-        None => Map::new(),
-    };
+    // Not the documented shape (not an object): kept as it is.
+    let mut info = take_object(&mut doc, "info").unwrap_or_default();
     let metrics = model_stats(&mut info);
     let version = take_str(&mut info, "swe_agent_version");
     if !info.is_empty() {

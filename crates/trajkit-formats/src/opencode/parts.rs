@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 use trajkit_model::{Extra, Gap, GapKind, Metrics, Role, Step, ToolCall, ToolResult};
 
-use crate::json::{idx, take, take_f64, take_str, take_u64};
+use crate::json::{idx, take, take_f64, take_object, take_str, take_u64};
 use crate::rejection::{schema, Problem, Reason};
 
 /// The trajectory's model so far: the first assistant message's `modelID` and `providerID`.
@@ -225,14 +225,7 @@ fn assistant_steps(
 /// write also in `metrics.extra`. Takes what it maps out of `m`.
 fn metrics(m: &mut Map<String, Value>) -> Option<Metrics> {
     let cost = take_f64(m, "cost");
-    let mut tokens = match m.remove("tokens") {
-        Some(Value::Object(t)) => t,
-        Some(other) => {
-            m.insert("tokens".into(), other);
-            Map::new()
-        }
-        None => Map::new(),
-    };
+    let mut tokens = take_object(m, "tokens").unwrap_or_default();
     let input = take_u64(&mut tokens, "input");
     let output = take_u64(&mut tokens, "output");
     let reasoning = take_u64(&mut tokens, "reasoning");
