@@ -17,7 +17,8 @@ use crate::input::InputFile;
 use crate::json::{content_text, take, take_str, take_u64};
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
-use crate::rejection::{schema, Problem, Reason};
+use crate::rejection::{schema, Problem};
+use crate::responses::{message_role, take_reasoning};
 
 /// Reader for Codex CLI rollout files.
 pub struct CodexReader;
@@ -145,18 +146,7 @@ impl Builder {
                     }
                     return Ok(());
                 }
-                let r = match role.as_str() {
-                    "user" => Role::User,
-                    "system" | "developer" => Role::System,
-                    "tool" => Role::Tool,
-                    _ => {
-                        return Err(Problem::new(
-                            Reason::InvalidValue,
-                            format!("{path}.role"),
-                            format!("unknown message role '{role}'"),
-                        ))
-                    }
-                };
+                let r = message_role(&role, &path)?;
                 let mut step = Step::new(r, content);
                 step.timestamp = timestamp;
                 if r == Role::User && is_harness_text(step.content.as_ref()) {
@@ -171,14 +161,10 @@ impl Builder {
                 self.push(step);
             }
             "reasoning" => {
-                let text = ["content", "summary"]
-                    .iter()
-                    .find_map(|k| item.get(*k).and_then(content_text).filter(|t| !t.is_empty()));
+                let text = take_reasoning(&mut item);
                 let step = self.assistant("reasoning", &timestamp);
-                if let Some(t) = text {
-                    item.remove("summary");
-                    item.remove("content");
-                    step.reasoning = Some(t);
+                if text.is_some() {
+                    step.reasoning = text;
                 }
                 if !item.is_empty() {
                     step.extra.insert("reasoning".into(), Value::Object(item));

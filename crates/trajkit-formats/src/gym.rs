@@ -15,6 +15,7 @@ use crate::json::{content_text, into_extra, take, take_f64, take_nonempty_str, t
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, schema, Problem, Reason};
+use crate::responses::{message_role, take_reasoning};
 
 /// Reader for NeMo Gym rollout JSONL.
 pub struct GymReader;
@@ -318,18 +319,7 @@ impl StepBuilder {
                     keep_leftovers(&mut step.extra, "message", item, kind.is_none());
                     return Ok(());
                 }
-                let role_enum = match role.as_str() {
-                    "user" => Role::User,
-                    "system" | "developer" => Role::System,
-                    "tool" => Role::Tool,
-                    _ => {
-                        return Err(Problem::new(
-                            Reason::InvalidValue,
-                            format!("{path}.role"),
-                            format!("unknown message role '{role}'"),
-                        ))
-                    }
-                };
+                let role_enum = message_role(&role, path)?;
                 self.flush(steps);
                 let mut step = Step::new(role_enum, content);
                 if from_output {
@@ -342,12 +332,10 @@ impl StepBuilder {
                 steps.push(step);
             }
             Some("reasoning") => {
-                let text = reasoning_text(&item);
+                let text = take_reasoning(&mut item);
                 let step = self.assistant(steps, "reasoning");
-                if let Some(t) = text {
-                    item.remove("summary");
-                    item.remove("content");
-                    step.reasoning = Some(t);
+                if text.is_some() {
+                    step.reasoning = text;
                 }
                 keep_leftovers(&mut step.extra, "reasoning", item, false);
             }
@@ -398,11 +386,6 @@ fn keep_leftovers(extra: &mut Extra, key: &str, mut item: Map<String, Value>, un
     if !item.is_empty() {
         extra.insert(key.into(), Value::Object(item));
     }
-}
-
-fn reasoning_text(item: &Map<String, Value>) -> Option<String> {
-    let from = |key: &str| item.get(key).and_then(content_text).filter(|t| !t.is_empty());
-    from("content").or_else(|| from("summary"))
 }
 
 fn tool_call(mut item: Map<String, Value>, path: &str) -> Result<ToolCall, Problem> {

@@ -39,6 +39,7 @@ pub mod reader;
 pub mod registry;
 pub mod rejection;
 pub mod report;
+mod responses;
 pub mod skeleton;
 pub mod swe;
 pub mod swe_agent;

@@ -1,0 +1,29 @@
+//! OpenAI Responses API items as NeMo Gym rollouts and Codex sessions hold them: the rules
+//! both readers apply to the same item kinds.
+
+use serde_json::{Map, Value};
+use trajkit_model::Role;
+
+use crate::json::content_text;
+use crate::rejection::{Problem, Reason};
+
+/// The role of a message item that is not the assistant's. A `developer` message is a
+/// system step (the reader keeps the source role in the step's `extra`).
+pub(crate) fn message_role(role: &str, path: &str) -> Result<Role, Problem> {
+    match role {
+        "user" => Ok(Role::User),
+        "system" | "developer" => Ok(Role::System),
+        "tool" => Ok(Role::Tool),
+        _ => Err(Problem::new(Reason::InvalidValue, format!("{path}.role"), format!("unknown message role '{role}'"))),
+    }
+}
+
+/// The text of a reasoning item: its `content`, else its `summary` (text or text parts).
+/// Both are removed from the item when there is one; otherwise the item stays whole.
+pub(crate) fn take_reasoning(item: &mut Map<String, Value>) -> Option<String> {
+    let from = |key: &str| item.get(key).and_then(content_text).filter(|t| !t.is_empty());
+    let text = from("content").or_else(|| from("summary"))?;
+    item.remove("summary");
+    item.remove("content");
+    Some(text)
+}
