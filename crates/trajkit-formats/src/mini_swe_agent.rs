@@ -15,7 +15,7 @@ use crate::json::{content_text, into_extra, take, take_f64, take_object, take_st
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, schema, Problem, Reason};
-use crate::swe_agent::{openai_calls, prediction_only, predictions_map};
+use crate::swe::{chat_tool_calls, prediction_only, predictions_map};
 
 /// Reader for mini-swe-agent.
 pub struct MiniSweAgentReader;
@@ -144,7 +144,7 @@ fn steps(messages: Vec<Value>) -> Result<Vec<Step>, Problem> {
                 // Tool-calling versions: OpenAI tool calls, answered by `tool` messages.
                 let mut s = Step::new(Role::Assistant, content);
                 if let Some(calls) = m.remove("tool_calls") {
-                    s.tool_calls = openai_calls(calls, &path)?;
+                    s.tool_calls = chat_tool_calls(calls, &format!("{path}.tool_calls"))?;
                 }
                 s
             }

@@ -256,6 +256,38 @@ pub(crate) fn chat_tool_calls(v: Value, path: &str) -> Result<Vec<ToolCall>, Pro
     Ok(calls)
 }
 
+/// A SWE-bench predictions row: `instance_id`, `model_patch`, `model_name_or_path`.
+pub(crate) fn is_predictions_row(v: Option<&Value>) -> bool {
+    v.and_then(Value::as_object).is_some_and(is_prediction)
+}
+
+pub(crate) fn is_prediction(m: &Map<String, Value>) -> bool {
+    m.contains_key("instance_id") && m.contains_key("model_patch") && !m.contains_key("history")
+}
+
+/// `{instance_id: predictions row}` (SWE-agent `preds.json`, mini-swe-agent `results.json`).
+pub(crate) fn predictions_map(v: Option<&Value>) -> bool {
+    v.and_then(Value::as_object).is_some_and(is_prediction_map)
+}
+
+pub(crate) fn is_prediction_map(m: &Map<String, Value>) -> bool {
+    !m.is_empty() && m.values().all(|r| is_predictions_row(Some(r)))
+}
+
+/// A SWE-bench evaluation report (`report.json`, run summary): outcomes, not a trajectory.
+pub(crate) fn is_report(m: &Map<String, Value>) -> bool {
+    let summary =
+        ["resolved_ids", "ids_resolved", "unresolved_ids", "ids_unresolved"].iter().any(|k| m.contains_key(*k));
+    let flat = m.contains_key("resolved") && (m.contains_key("tests_status") || m.contains_key("patch_exists"));
+    let keyed = !m.is_empty() && m.values().all(|r| r.get("resolved").is_some_and(Value::is_boolean));
+    summary || flat || keyed
+}
+
+/// The rejection for predictions: they hold a patch, not a trajectory.
+pub(crate) fn prediction_only() -> Problem {
+    Problem::new(Reason::PredictionOnly, "$", "a prediction (model patch), not a trajectory")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

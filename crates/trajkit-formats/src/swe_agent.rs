@@ -16,6 +16,9 @@ use crate::links::link_tool_results;
 use crate::outcomes;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, schema, Problem, Reason};
+use crate::swe::{
+    chat_tool_calls, is_prediction, is_prediction_map, is_predictions_row, is_report, prediction_only, predictions_map,
+};
 
 /// Reader for SWE-agent trajectories and predictions.
 pub struct SweAgentReader;
@@ -62,38 +65,6 @@ impl Reader for SweAgentReader {
     fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
         RecordResult::from_result(read(raw, file))
     }
-}
-
-/// A SWE-bench predictions row: `instance_id`, `model_patch`, `model_name_or_path`.
-fn is_predictions_row(v: Option<&Value>) -> bool {
-    v.and_then(Value::as_object).is_some_and(is_prediction)
-}
-
-fn is_prediction(m: &Map<String, Value>) -> bool {
-    m.contains_key("instance_id") && m.contains_key("model_patch") && !m.contains_key("history")
-}
-
-/// `{instance_id: predictions row}` (SWE-agent `preds.json`, mini-swe-agent `results.json`).
-pub(crate) fn predictions_map(v: Option<&Value>) -> bool {
-    v.and_then(Value::as_object).is_some_and(is_prediction_map)
-}
-
-fn is_prediction_map(m: &Map<String, Value>) -> bool {
-    !m.is_empty() && m.values().all(|r| is_predictions_row(Some(r)))
-}
-
-/// A SWE-bench evaluation report (`report.json`, run summary): outcomes, not a trajectory.
-pub(crate) fn is_report(m: &Map<String, Value>) -> bool {
-    let summary =
-        ["resolved_ids", "ids_resolved", "unresolved_ids", "ids_unresolved"].iter().any(|k| m.contains_key(*k));
-    let flat = m.contains_key("resolved") && (m.contains_key("tests_status") || m.contains_key("patch_exists"));
-    let keyed = !m.is_empty() && m.values().all(|r| r.get("resolved").is_some_and(Value::is_boolean));
-    summary || flat || keyed
-}
-
-/// The rejection for predictions: they hold a patch, not a trajectory.
-pub(crate) fn prediction_only() -> Problem {
-    Problem::new(Reason::PredictionOnly, "$", "a prediction (model patch), not a trajectory")
 }
 
 fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
@@ -210,7 +181,7 @@ fn steps(history: Vec<Value>, actions: &[Option<String>]) -> Result<Vec<Step>, P
             step.reasoning = take_str(&mut m, "thought")
                 .filter(|t| Some(t.as_str()) != step.content.as_ref().and_then(Value::as_str));
             if let Some(calls) = take(&mut m, "tool_calls").map(|c| decode_json_list(c, is_call)) {
-                step.tool_calls = openai_calls(calls, &path)?;
+                step.tool_calls = chat_tool_calls(calls, &format!("{path}.tool_calls"))?;
             } else if let Some(action) = m.get("action").and_then(Value::as_str).map(str::to_string) {
                 if !is_demo {
                     let matches = actions.get(action_index).is_some_and(|a| a.as_deref() == Some(action.as_str()));
@@ -267,40 +238,6 @@ fn is_content_part(v: &Value) -> bool {
 
 fn is_call(v: &Value) -> bool {
     v.get("function").is_some_and(Value::is_object)
-}
-
-pub(crate) fn openai_calls(v: Value, path: &str) -> Result<Vec<ToolCall>, Problem> {
-    let Value::Array(calls) = v else {
-        return Err(schema(format!("{path}.tool_calls"), "tool_calls must be a list"));
-    };
-    let mut out = Vec::with_capacity(calls.len());
-    for (k, c) in calls.into_iter().enumerate() {
-        let at = format!("{path}.tool_calls[{k}]");
-        let Value::Object(mut c) = c else {
-            return Err(schema(at, "a tool call must be an object"));
-        };
-        let mut function = match c.remove("function") {
-            Some(Value::Object(f)) => f,
-            _ => return Err(schema(format!("{at}.function"), "function must be an object")),
-        };
-        let Some(name) = take_str(&mut function, "name") else {
-            return Err(schema(format!("{at}.function.name"), "a call needs a name"));
-        };
-        let (arguments, invalid) = crate::json::take_arguments(&mut function);
-        if !function.is_empty() {
-            c.insert("function".into(), Value::Object(function));
-        }
-        let id = take_str(&mut c, "id");
-        out.push(ToolCall {
-            arguments,
-            arguments_invalid: invalid,
-            extra: into_extra(c),
-            id,
-            name,
-            text_embedded: false,
-        });
-    }
-    Ok(out)
 }
 
 /// A 0.x text action (`create reproduce_bug.py`): the command word is the tool name.
