@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -14,8 +14,8 @@ use serde_json::Value;
 use trajkit_model::Trajectory;
 
 use crate::error::ExportError;
-use crate::output::Compression;
 use crate::{openai, views};
+use trajkit_formats::input::{decompress, Compression};
 
 /// A next action: tool calls `(name, canonical JSON arguments)` and text.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -225,12 +225,7 @@ pub fn score(target: &Action, predicted: Option<&Action>) -> Counts {
 
 fn open_lines(path: &Path) -> Result<Box<dyn BufRead>, ExportError> {
     let file = File::open(path).map_err(ExportError::io(path))?;
-    let r: Box<dyn Read> = match Compression::of(path) {
-        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(file)),
-        Compression::Zstd => Box::new(zstd::stream::read::Decoder::new(file).map_err(ExportError::io(path))?),
-        Compression::None => Box::new(file),
-    };
-    Ok(Box::new(BufReader::with_capacity(1 << 16, r)))
+    Ok(decompress(Box::new(file), Compression::of(path)).map_err(ExportError::io(path))?)
 }
 
 /// Calls `f(line_number, value)` for each non-empty JSON line of a (compressed) file.

@@ -5,23 +5,8 @@ use std::path::{Path, PathBuf};
 
 use crate::error::ExportError;
 
-/// Compression chosen by the file name's last extension.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Compression {
-    None,
-    Gzip,
-    Zstd,
-}
-
-impl Compression {
-    pub fn of(path: &Path) -> Compression {
-        match path.extension().and_then(|e| e.to_str()) {
-            Some("gz") => Compression::Gzip,
-            Some("zst") | Some("zstd") => Compression::Zstd,
-            _ => Compression::None,
-        }
-    }
-}
+/// Compression chosen by the file name's last extension, as inputs are read.
+pub use trajkit_formats::input::Compression;
 
 enum Sink {
     Plain(trajkit_io::AtomicFile),

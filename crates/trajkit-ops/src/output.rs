@@ -3,6 +3,7 @@
 use std::io::{self, BufWriter, Stdout, Write};
 use std::path::Path;
 
+use trajkit_formats::input::Compression;
 use trajkit_io::AtomicFile;
 
 use crate::OpsError;
@@ -32,16 +33,16 @@ impl AtomicOutput {
             return Ok(AtomicOutput { writer: Writer::Stdout(BufWriter::new(io::stdout())), target: path.into() });
         }
         let file = AtomicFile::create(path).map_err(OpsError::write(path))?;
-        let writer = match path.extension().and_then(|e| e.to_str()) {
-            Some("gz") => Writer::Gzip(flate2::write::GzEncoder::new(file, flate2::Compression::new(1))),
-            Some("zst") | Some("zstd") => {
+        let writer = match Compression::of(path) {
+            Compression::Gzip => Writer::Gzip(flate2::write::GzEncoder::new(file, flate2::Compression::new(1))),
+            Compression::Zstd => {
                 let mut z = zstd::stream::write::Encoder::new(file, ZSTD_LEVEL).map_err(OpsError::write(path))?;
                 if threads > 1 {
                     z.multithread(threads as u32).map_err(OpsError::write(path))?;
                 }
                 Writer::Zstd(z)
             }
-            _ => Writer::Plain(file),
+            Compression::None => Writer::Plain(file),
         };
         Ok(AtomicOutput { writer, target: path.into() })
     }
