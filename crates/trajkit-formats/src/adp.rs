@@ -44,16 +44,17 @@ impl Reader for AdpReader {
 
     fn detect(&self, peek: &Peek) -> Option<Detection> {
         let claim = |confidence, reason: &str, layout| Some(Detection { confidence, reason: reason.into(), layout });
-        let has_class = || peek.contains("\"class_\"") && CLASSES.iter().any(|c| peek.contains(c));
+        let has_class = || peek.has_key_anywhere("class_") && CLASSES.iter().any(|c| peek.contains(c));
         if peek.has_key("id") && peek.has_key("content") && has_class() {
             return claim(90, "rows with id and content items tagged by ADP class_", Layout::Lines);
         }
         let array = is_array_document(peek.bytes);
-        if array && peek.contains("\"content\"") && has_class() {
+        if array && peek.has_key_anywhere("content") && has_class() {
             return claim(90, "a JSON array of ADP trajectories (content items tagged by class_)", Layout::Document);
         }
         // The SFT view: id, conversations and system, with OpenHands text function calls.
-        let sft_keys = peek.contains("\"conversations\"") && peek.contains("\"system\"") && peek.contains("\"id\"");
+        let sft_keys =
+            peek.has_key_anywhere("conversations") && peek.has_key_anywhere("system") && peek.has_key_anywhere("id");
         if sft_keys && peek.contains("<function=") {
             if peek.has_key("conversations") && peek.has_key("system") && peek.has_key("id") {
                 return claim(75, "ADP SFT rows (id, conversations, system) with <function=...> calls", Layout::Lines);

@@ -113,7 +113,7 @@ impl Reader for AtifReader {
                 // broken document that looks like ATIF is claimed so that its record is
                 // rejected with the parse error rather than left unrecognised.
                 let large = peek.bytes.len() >= PEEK_BYTES;
-                let keys = peek.contains("\"steps\"") && peek.contains("\"agent\"");
+                let keys = peek.has_key_anywhere("steps") && peek.has_key_anywhere("agent");
                 if keys && has_atif_version(peek.bytes) {
                     Some(Detection {
                         confidence: if large { 85 } else { 60 },

@@ -55,7 +55,7 @@ impl Reader for OpenAiMessagesReader {
         if first_item_has(messages, "role") {
             return claim("rows with a messages list of role-tagged messages", Layout::Lines);
         }
-        if is_array_document(peek.bytes) && peek.contains("\"messages\"") && peek.contains("\"role\"") {
+        if is_array_document(peek.bytes) && peek.has_key_anywhere("messages") && peek.has_key_anywhere("role") {
             return claim("a JSON array of rows with messages and role keys", Layout::Document);
         }
         None
@@ -81,9 +81,9 @@ impl Reader for ShareGptReader {
             return claim("rows with a conversations list of from/value turns", Layout::Lines);
         }
         if is_array_document(peek.bytes)
-            && peek.contains("\"conversations\"")
-            && peek.contains("\"from\"")
-            && peek.contains("\"value\"")
+            && peek.has_key_anywhere("conversations")
+            && peek.has_key_anywhere("from")
+            && peek.has_key_anywhere("value")
         {
             return claim("a JSON array of rows with conversations of from/value turns", Layout::Document);
         }

@@ -60,11 +60,11 @@ impl Reader for ClaudeCodeReader {
             Some("progress") => peek.has_key("parentUuid"),
             _ => false,
         };
-        let tree_keys = peek.contains("\"parentUuid\"") && peek.contains("\"sessionId\"");
+        let tree_keys = peek.has_key_anywhere("parentUuid") && peek.has_key_anywhere("sessionId");
         if metadata_first && tree_keys {
             return doc(90, "session metadata line followed by session-log lines");
         }
-        if peek.first_line.is_none() && tree_keys && peek.contains("\"isSidechain\"") {
+        if peek.first_line.is_none() && tree_keys && peek.has_key_anywhere("isSidechain") {
             return doc(80, "session-log keys in a first line too long or malformed to parse");
         }
         None

@@ -36,7 +36,7 @@ impl Reader for ClineReader {
             return None;
         }
         let first = peek.bytes.iter().find(|b| !b.is_ascii_whitespace());
-        (first == Some(&b'[') && peek.contains("\"role\"")).then(|| Detection {
+        (first == Some(&b'[') && peek.has_key_anywhere("role")).then(|| Detection {
             confidence: 90,
             reason: format!("{HISTORY}: an array of role/content messages (Cline / Roo Code task)"),
             layout: Layout::Document,

@@ -44,7 +44,7 @@ impl Reader for GeminiCliReader {
                 doc(90, "chat recording document (sessionId + projectHash + messages)")
             }
             Some(_) => None,
-            None if ["\"sessionId\"", "\"projectHash\"", "\"messages\""].iter().all(|k| peek.contains(k)) => {
+            None if ["sessionId", "projectHash", "messages"].iter().all(|k| peek.has_key_anywhere(k)) => {
                 doc(75, "chat recording keys in a document too large or broken to parse in the peek")
             }
             None => None,

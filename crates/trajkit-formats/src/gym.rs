@@ -34,7 +34,7 @@ impl Reader for GymReader {
         if peek.has_key("responses_create_params") || peek.has_key("_ng_task_index") {
             return lines(95, "rollout keys (responses_create_params / _ng_task_index)");
         }
-        if peek.first_line.is_none() && peek.contains("\"responses_create_params\"") {
+        if peek.first_line.is_none() && peek.has_key_anywhere("responses_create_params") {
             return lines(80, "rollout key in a first line too long or malformed to parse");
         }
         if peek.has_key("sample") && peek.has_key("mean/reward") {

@@ -48,8 +48,8 @@ impl Reader for HarborTracesReader {
             }
             Some(_) => None,
             None => {
-                let keys = ["\"conversations\"", "\"episode\"", "\"run_id\""];
-                if keys.iter().all(|k| peek.contains(k)) {
+                let keys = ["conversations", "episode", "run_id"];
+                if keys.iter().all(|k| peek.has_key_anywhere(k)) {
                     det(75, "Harbor trace row keys in a list too large or broken to parse", Layout::Document)
                 } else {
                     None

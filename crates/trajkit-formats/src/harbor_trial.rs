@@ -57,8 +57,8 @@ impl Reader for HarborTrialReader {
             Some(_) => None,
             // Larger than the peek (long rollout details), or broken: look at the bytes.
             None => {
-                let keys = ["\"task_name\"", "\"trial_name\"", "\"trial_uri\"", "\"task_checksum\""];
-                if peek.name.ends_with(".json") && keys.iter().all(|k| peek.contains(k)) {
+                let keys = ["task_name", "trial_name", "trial_uri", "task_checksum"];
+                if peek.name.ends_with(".json") && keys.iter().all(|k| peek.has_key_anywhere(k)) {
                     doc(75, "Harbor trial result keys in a document too large or broken to parse")
                 } else {
                     None

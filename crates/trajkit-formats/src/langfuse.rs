@@ -21,8 +21,8 @@ impl Reader for LangfuseReader {
     }
 
     fn detect(&self, peek: &Peek) -> Option<Detection> {
-        let has = |s: &str| peek.contains(s);
-        if has("\"observations\"") && has("\"parentObservationId\"") && has("\"traceId\"") {
+        let has = |s: &str| peek.has_key_anywhere(s);
+        if has("observations") && has("parentObservationId") && has("traceId") {
             return Some(Detection {
                 confidence: 90,
                 reason: "Langfuse trace with observations (parentObservationId, traceId)".into(),

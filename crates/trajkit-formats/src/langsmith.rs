@@ -23,8 +23,8 @@ impl Reader for LangsmithReader {
     }
 
     fn detect(&self, peek: &Peek) -> Option<Detection> {
-        let has = |s: &str| peek.contains(s);
-        if has("\"run_type\"") && (has("\"dotted_order\"") || has("\"child_runs\"")) {
+        let has = |s: &str| peek.has_key_anywhere(s);
+        if has("run_type") && (has("dotted_order") || has("child_runs")) {
             return Some(Detection {
                 confidence: 85,
                 reason: "LangSmith runs (run_type with dotted_order / child_runs)".into(),

@@ -35,7 +35,7 @@ impl Reader for MiniSweAgentReader {
         let document = |confidence, reason: &str| {
             Some(Detection { confidence, reason: reason.to_string(), layout: Layout::Document })
         };
-        if peek.contains("\"trajectory_format\"") && peek.contains("mini-swe-agent") {
+        if peek.has_key_anywhere("trajectory_format") && peek.contains("mini-swe-agent") {
             return document(90, "trajectory_format mini-swe-agent");
         }
         if peek.name.ends_with(".traj.json") && peek.bytes.trim_ascii_start().starts_with(b"[") && peek.contains("```")
@@ -45,9 +45,9 @@ impl Reader for MiniSweAgentReader {
         // The name first: each substring test scans the whole peek.
         let predictions = || {
             predictions_map(peek.first_line)
-                || (peek.contains("\"model_patch\"")
-                    && peek.contains("\"instance_id\"")
-                    && !peek.contains("\"messages\""))
+                || (peek.has_key_anywhere("model_patch")
+                    && peek.has_key_anywhere("instance_id")
+                    && !peek.has_key_anywhere("messages"))
         };
         if peek.name == "results.json" && predictions() {
             return document(75, "mini-swe-agent results.json (predictions)");

@@ -22,8 +22,8 @@ impl Reader for MlflowReader {
     }
 
     fn detect(&self, peek: &Peek) -> Option<Detection> {
-        let has = |s: &str| peek.contains(s);
-        if has("\"info\"") && has("\"spans\"") && has("mlflow.spanType") {
+        let has = |s: &str| peek.has_key_anywhere(s);
+        if has("info") && has("spans") && has("mlflow.spanType") {
             return Some(Detection {
                 confidence: 90,
                 reason: "MLflow trace (info, data.spans with mlflow.spanType)".into(),

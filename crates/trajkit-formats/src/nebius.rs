@@ -33,8 +33,8 @@ impl Reader for NebiusReader {
         if peek.has_key("trajectory") && peek.has_key("target") && peek.has_key("exit_status") {
             return claim(90, "trajectory, target and exit_status keys", Layout::Lines);
         }
-        let keys = ["\"trajectory\"", "\"target\"", "\"exit_status\"", "\"generated_patch\""];
-        if is_array_document(peek.bytes) && keys.iter().all(|k| peek.contains(k)) {
+        let keys = ["trajectory", "target", "exit_status", "generated_patch"];
+        if is_array_document(peek.bytes) && keys.iter().all(|k| peek.has_key_anywhere(k)) {
             return claim(
                 85,
                 "a JSON array of records with trajectory, target, exit_status and generated_patch",

@@ -54,20 +54,19 @@ impl Reader for OpenHandsReader {
                 return found(95, "output row with an event history (instance_id / issue)", Layout::Lines);
             }
         }
-        let has = |k: &str| peek.contains(k);
+        let has = |k: &str| peek.has_key_anywhere(k);
         if peek.first_line.is_none()
             && peek.name.ends_with(".jsonl")
-            && has("\"history\"")
-            && (has("\"instance_id\"") || has("\"issue\""))
-            && has("\"observation\"")
+            && has("history")
+            && (has("instance_id") || has("issue"))
+            && has("observation")
         {
             return found(70, "event history in a first line too long or malformed to parse", Layout::Lines);
         }
         let array = peek.bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
-        let events = has("\"source\"")
-            && ((has("\"action\"") && has("\"args\"")) || (has("\"observation\"") && has("\"extras\"")));
+        let events = has("source") && ((has("action") && has("args")) || (has("observation") && has("extras")));
         if array && events {
-            if has("\"tool_call_metadata\"") {
+            if has("tool_call_metadata") {
                 return found(90, "array of events with tool_call_metadata", Layout::Document);
             }
             return found(85, "array of action/observation events", Layout::Document);

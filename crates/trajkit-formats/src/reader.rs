@@ -146,9 +146,22 @@ impl<'a> Peek<'a> {
         }
     }
 
-    /// True when `needle` occurs in the peeked bytes.
+    /// True when `needle` occurs in the peeked bytes: for text markers (`<function=`,
+    /// `Action Input:`) and literal values; a key is looked for with `has_key_anywhere`.
     pub fn contains(&self, needle: &str) -> bool {
         memfind(self.bytes, needle.as_bytes())
+    }
+
+    /// True when `name` is a key at any depth of the peeked bytes: `"name"` with its opening
+    /// quote not escaped, then a colon after optional whitespace. A string value that spells
+    /// the name (`"from": "observation"`) is not a key, nor is a quoted name inside a string.
+    pub fn has_key_anywhere(&self, name: &str) -> bool {
+        let quoted = format!("\"{name}\"");
+        memchr::memmem::find_iter(self.bytes, quoted.as_bytes()).any(|at| {
+            let escaped = self.bytes[..at].iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 1;
+            let after = &self.bytes[at + quoted.len()..];
+            !escaped && after.iter().find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r')) == Some(&b':')
+        })
     }
 
     /// Top-level keys of the first line's object (empty when it is not an object).
@@ -321,6 +334,18 @@ pub trait Reader: Send + Sync {
 #[cfg(test)]
 mod tests {
     use super::Peek;
+
+    /// Synthetic: the cases that tell a key from a value or a quoted name inside a string.
+    #[test]
+    fn a_key_anywhere_is_a_quoted_name_before_a_colon() {
+        let has = |bytes: &[u8], name: &str| Peek::new(bytes, "x.json", None, false).has_key_anywhere(name);
+        assert!(has(br#"[{"a": {"role" : "user"}}]"#, "role"));
+        assert!(has(b"{\"role\"\n\t:1}", "role"));
+        assert!(!has(br#"{"from": "role", "x": "role"}"#, "role"), "a value spelling the name");
+        assert!(!has(br#"{"text": "{\"role\": 1}"}"#, "role"), "a quoted name inside a string");
+        assert!(!has(br#"{"roles": 1, "xrole": 2}"#, "role"));
+        assert!(!has(br#"{"a": 1, "role""#, "role"), "cut before its colon");
+    }
 
     /// Synthetic: a form feed around the first line (skipped by the line splitting, not
     /// JSON whitespace) keeps the first line from standing for the document.

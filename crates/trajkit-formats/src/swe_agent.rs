@@ -33,9 +33,9 @@ impl Reader for SweAgentReader {
             Some(Detection { confidence, reason: reason.to_string(), layout: Layout::Document })
         };
         // Names first: each substring test scans the whole peek.
-        let summary = || peek.contains("\"resolved_ids\"") || peek.contains("\"ids_resolved\"");
-        let instance_report = || peek.contains("\"resolved\"") && peek.contains("\"tests_status\"");
-        if peek.name.ends_with(".json") && (summary() || instance_report()) && !peek.contains("\"history\"") {
+        let summary = || peek.has_key_anywhere("resolved_ids") || peek.has_key_anywhere("ids_resolved");
+        let instance_report = || peek.has_key_anywhere("resolved") && peek.has_key_anywhere("tests_status");
+        if peek.name.ends_with(".json") && (summary() || instance_report()) && !peek.has_key_anywhere("history") {
             return document(60, "SWE-bench evaluation report");
         }
         if is_predictions_row(peek.first_line) && peek.name.ends_with(".jsonl") {
@@ -44,8 +44,9 @@ impl Reader for SweAgentReader {
         if peek.name.ends_with(".json") && peek.name.starts_with("preds") && predictions_map(peek.first_line) {
             return Some(Detection { confidence: 70, reason: "preds.json".into(), layout: Layout::Document });
         }
-        let traj_keys =
-            || peek.contains("\"history\"") && (peek.contains("\"trajectory\"") || peek.contains("\"agent\""));
+        let traj_keys = || {
+            peek.has_key_anywhere("history") && (peek.has_key_anywhere("trajectory") || peek.has_key_anywhere("agent"))
+        };
         if peek.name.ends_with(".traj") && traj_keys() {
             return Some(Detection { confidence: 90, reason: ".traj with history".into(), layout: Layout::Document });
         }

@@ -30,11 +30,11 @@ impl Reader for SweGymReader {
 
     fn detect(&self, peek: &Peek) -> Option<Detection> {
         let claim = |confidence, reason: &str, layout| Some(Detection { confidence, reason: reason.into(), layout });
-        let keys = ["\"instance_id\"", "\"run_id\"", "\"test_result\"", "\"messages\""];
+        let keys = ["instance_id", "run_id", "test_result", "messages"];
         if peek.has_key("messages") && peek.has_key("run_id") && peek.has_key("test_result") {
             return claim(90, "messages, run_id and test_result keys", Layout::Lines);
         }
-        if is_array_document(peek.bytes) && keys.iter().all(|k| peek.contains(k)) {
+        if is_array_document(peek.bytes) && keys.iter().all(|k| peek.has_key_anywhere(k)) {
             return claim(
                 85,
                 "a JSON array of records with instance_id, run_id, test_result and messages",

@@ -45,9 +45,9 @@ impl Reader for SweSmithReader {
             }
         }
         if is_array_document(peek.bytes)
-            && peek.contains("\"traj_id\"")
-            && peek.contains("\"messages\"")
-            && peek.contains("\"instance_id\"")
+            && peek.has_key_anywhere("traj_id")
+            && peek.has_key_anywhere("messages")
+            && peek.has_key_anywhere("instance_id")
         {
             return claim(85, "a JSON array of records with traj_id, messages and instance_id", Layout::Document);
         }

@@ -62,7 +62,7 @@ impl Reader for Tau2Reader {
         let keys = peek.object_keys()?;
         let has = |k: &str| keys.iter().any(|key| key == k);
         match head_kind(has, peek.bytes) {
-            HeadKind::Results if peek.contains("\"environment_info\"") => {
+            HeadKind::Results if peek.has_key_anywhere("environment_info") => {
                 if has("simulations") || !has("simulation_index") {
                     doc(90, "tau2 results document (info, tasks, simulations)")
                 } else {

@@ -32,22 +32,23 @@ impl Reader for ToolBenchReader {
             Some(Detection { confidence, reason: reason.to_string(), layout: Layout::Document })
         };
         let start = peek.bytes.iter().find(|b| !b.is_ascii_whitespace()).copied();
-        if start == Some(b'{') && peek.contains("\"answer_generation\"") && peek.contains("\"finish_type\"") {
+        if start == Some(b'{') && peek.has_key_anywhere("answer_generation") && peek.has_key_anywhere("finish_type") {
             return doc(95, "ToolBench answer file (answer_generation, finish_type)");
         }
         // `answer_generation` is written after the tree, which can outgrow the peek.
         if start == Some(b'{')
-            && peek.contains("\"win\"")
-            && peek.contains("\"tree\"")
-            && peek.contains("\"node_type\"")
+            && peek.has_key_anywhere("win")
+            && peek.has_key_anywhere("tree")
+            && peek.has_key_anywhere("node_type")
         {
             return doc(85, "ToolBench answer file (win and a DFS tree)");
         }
         if start == Some(b'[') {
-            if peek.contains("\"query_id\"") && peek.contains("\"api_list\"") {
+            if peek.has_key_anywhere("query_id") && peek.has_key_anywhere("api_list") {
                 return doc(90, "ToolBench query list (query_id, api_list)");
             }
-            if peek.contains("\"conversations\"") && peek.contains("\"from\"") && peek.contains("Action Input:") {
+            if peek.has_key_anywhere("conversations") && peek.has_key_anywhere("from") && peek.contains("Action Input:")
+            {
                 return doc(75, "ToolBench SFT conversations (from/value with Action Input)");
             }
         }

@@ -297,7 +297,7 @@ mod synthetic {
 
     #[test]
     fn an_mlflow_trace_without_spans_is_rejected_and_invalid_json_named() {
-        let (_d, p) = file("m.json", r#"{"info":{"trace_id":"tr-1"},"data":{"spans":"mlflow.spanType"}}"#);
+        let (_d, p) = file("m.json", r#"{"info":{"trace_id":"tr-1"},"data":{"spans":{"mlflow.spanType":"\"LLM\""}}}"#);
         let c = read(&[p]);
         assert_eq!(c.rejections[0].problems[0].json_path, "$.data.spans");
         let (_d, p) = file("l.json", r#"{"run_type":"llm","dotted_order":"x","id":"#);
