@@ -14,15 +14,8 @@ fn turn(from: &str, value: String, weight: u8) -> Value {
 /// `function_call` value: `{"name","arguments"}` (a list for parallel calls), arguments
 /// parsed back to JSON when they are JSON.
 fn calls_value(m: &Message) -> String {
-    let calls: Vec<Value> = m
-        .tool_calls
-        .iter()
-        .map(|c| {
-            let args =
-                serde_json::from_str::<Value>(&c.arguments).unwrap_or_else(|_| Value::String(c.arguments.clone()));
-            json!({"name": c.name, "arguments": args})
-        })
-        .collect();
+    let calls: Vec<Value> =
+        m.tool_calls.iter().map(|c| json!({"name": c.name, "arguments": c.arguments_value()})).collect();
     match calls.as_slice() {
         [one] => one.to_string(),
         _ => Value::Array(calls).to_string(),

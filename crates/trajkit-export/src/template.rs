@@ -116,9 +116,7 @@ fn template_message(m: &Message) -> Value {
             .tool_calls
             .iter()
             .map(|c| {
-                let args =
-                    serde_json::from_str::<Value>(&c.arguments).unwrap_or_else(|_| Value::String(c.arguments.clone()));
-                json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": args}})
+                json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_value()}})
             })
             .collect();
         o.insert("tool_calls".into(), Value::Array(calls));

@@ -41,6 +41,14 @@ pub struct Call {
     pub arguments: String,
 }
 
+impl Call {
+    /// The arguments as a JSON value for templates and ShareGPT rows: parsed back when they
+    /// are JSON, else the verbatim text as a string.
+    pub fn arguments_value(&self) -> Value {
+        serde_json::from_str(&self.arguments).unwrap_or_else(|_| Value::String(self.arguments.clone()))
+    }
+}
+
 /// Token ids and log probabilities the source recorded for one generation.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Tokens {
