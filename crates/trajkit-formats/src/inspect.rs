@@ -21,8 +21,8 @@ use trajkit_model::{
 
 use crate::input::InputFile;
 use crate::json::{
-    array_elements, content_text, into_extra, take, take_f64, take_nonempty_str, take_object, take_seconds, take_str,
-    take_u64,
+    array_elements, content_text, into_extra, take, take_each, take_f64, take_nonempty_str, take_object, take_seconds,
+    take_str, take_u64,
 };
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
@@ -456,21 +456,9 @@ fn message_step(m: Value, path: &str, index: usize, gaps: &mut Vec<Gap>) -> Resu
             step.reasoning = content.as_ref().and_then(reasoning_text);
             step.content = content;
             step.model = take_nonempty_str(&mut m, "model");
-            match m.remove("tool_calls") {
-                None => {}
-                Some(Value::Array(calls)) => {
-                    for (j, c) in calls.into_iter().enumerate() {
-                        let call = tool_call(c, &format!("{path}.tool_calls[{j}]"))?;
-                        if call.extra.get("parse_error").is_some_and(|e| !e.is_null()) {
-                            gaps.push(Gap::at(GapKind::InvalidToolArguments, Some(index), call.name.clone()));
-                        }
-                        step.tool_calls.push(call);
-                    }
-                }
-                Some(Value::Null) => {
-                    m.insert("tool_calls".into(), Value::Null);
-                }
-                Some(_) => return Err(schema(format!("{path}.tool_calls"), "tool_calls must be a list")),
+            step.tool_calls = take_each(&mut m, "tool_calls", path, tool_call)?;
+            for call in step.tool_calls.iter().filter(|c| c.extra.get("parse_error").is_some_and(|e| !e.is_null())) {
+                gaps.push(Gap::at(GapKind::InvalidToolArguments, Some(index), call.name.clone()));
             }
         }
         _ => step.content = content,

@@ -39,6 +39,26 @@ pub fn take_list(map: &mut Map<String, Value>, key: &str) -> Result<Vec<Value>, 
     }
 }
 
+/// Removes the list under `key` and maps each element with `f`, which gets the element's
+/// path (`{path}.{key}[i]`). Absent or `null` is no element (a `null` stays for `extra`);
+/// another type is a schema violation at `{path}.{key}`.
+pub fn take_each<T>(
+    map: &mut Map<String, Value>,
+    key: &str,
+    path: &str,
+    mut f: impl FnMut(Value, &str) -> Result<T, Problem>,
+) -> Result<Vec<T>, Problem> {
+    match take_if(map, key, Value::is_array) {
+        Some(Value::Array(items)) => {
+            items.into_iter().enumerate().map(|(i, v)| f(v, &format!("{path}.{key}[{i}]"))).collect()
+        }
+        _ if map.get(key).is_some_and(|v| !v.is_null()) => {
+            Err(schema(format!("{path}.{key}"), format!("{key} must be a list")))
+        }
+        _ => Ok(Vec::new()),
+    }
+}
+
 /// Removes `key` when it is a string.
 pub fn take_str(map: &mut Map<String, Value>, key: &str) -> Option<String> {
     match take_if(map, key, Value::is_string)? {

@@ -23,7 +23,9 @@ use trajkit_model::{
 };
 
 use crate::input::{self, InputFile};
-use crate::json::{array_elements, into_extra, object_members, take, take_f64, take_seconds, take_str, take_u64};
+use crate::json::{
+    array_elements, into_extra, object_members, take, take_each, take_f64, take_seconds, take_str, take_u64,
+};
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, schema, Problem, Reason};
@@ -546,17 +548,7 @@ fn message_step(m: Value, path: &str, user_model: Option<&str>) -> Result<Step, 
         return Ok(step);
     }
     step.content = take(&mut m, "content");
-    match m.get("tool_calls") {
-        Some(Value::Array(_)) => {
-            if let Some(Value::Array(calls)) = m.remove("tool_calls") {
-                for (i, c) in calls.into_iter().enumerate() {
-                    step.tool_calls.push(tool_call(c, &format!("{path}.tool_calls[{i}]"))?);
-                }
-            }
-        }
-        None | Some(Value::Null) => {}
-        Some(_) => return Err(schema(format!("{path}.tool_calls"), "tool_calls must be a list")),
-    }
+    step.tool_calls = take_each(&mut m, "tool_calls", path, tool_call)?;
     step.metrics = message_metrics(&mut m);
     // tau2's user turns are written by its user simulator (an LLM, or another user
     // implementation): the role is a transport role, not a person.

@@ -14,7 +14,7 @@ use trajkit_model::{
 };
 
 use crate::input::InputFile;
-use crate::json::{array_elements, into_extra, take, take_f64, take_str};
+use crate::json::{array_elements, into_extra, take, take_each, take_f64, take_str};
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, schema, Problem, Reason};
@@ -178,17 +178,7 @@ fn message_step(m: Value, path: &str) -> Result<Step, Problem> {
     if role == Role::User {
         step.authorship = Authorship::Unknown;
     }
-    match m.get("tool_calls") {
-        Some(Value::Array(_)) => {
-            if let Some(Value::Array(calls)) = m.remove("tool_calls") {
-                for (i, c) in calls.into_iter().enumerate() {
-                    step.tool_calls.push(tool_call(c, &format!("{path}.tool_calls[{i}]"))?);
-                }
-            }
-        }
-        None | Some(Value::Null) => {}
-        Some(_) => return Err(schema(format!("{path}.tool_calls"), "tool_calls must be a list")),
-    }
+    step.tool_calls = take_each(&mut m, "tool_calls", path, tool_call)?;
     step.extra = into_extra(m);
     Ok(step)
 }
