@@ -20,8 +20,9 @@ if [ ${#need[@]} -gt 0 ]; then
   "$py" -m pip install --quiet "${need[@]}" 2>/dev/null ||
     "$py" -m pip install --quiet --break-system-packages "${need[@]}"
 fi
-# The parity tests compare with this binary (built above by `cargo test`).
-cargo build --locked -p trajkit
+# The parity tests compare with the binary `cargo test` built above for the CLI's
+# integration tests. A separate `cargo build -p trajkit` would compile the dependencies
+# again with another feature set (4 of CI's 30 minutes on a slow machine).
 export TRAJKIT_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/trajkit"
 MATURIN_PEP517_ARGS="--profile dev" "$py" -m pip install --quiet --no-build-isolation --force-reinstall --no-deps ./crates/trajkit-py 2>/dev/null ||
   MATURIN_PEP517_ARGS="--profile dev" "$py" -m pip install --quiet --no-build-isolation --force-reinstall --no-deps --break-system-packages ./crates/trajkit-py
