@@ -261,6 +261,7 @@ pub(crate) fn is_predictions_row(v: Option<&Value>) -> bool {
     v.and_then(Value::as_object).is_some_and(is_prediction)
 }
 
+/// The predictions row's keys, without a trajectory's `history`.
 pub(crate) fn is_prediction(m: &Map<String, Value>) -> bool {
     m.contains_key("instance_id") && m.contains_key("model_patch") && !m.contains_key("history")
 }
@@ -270,6 +271,7 @@ pub(crate) fn predictions_map(v: Option<&Value>) -> bool {
     v.and_then(Value::as_object).is_some_and(is_prediction_map)
 }
 
+/// A non-empty object whose every value is a predictions row.
 pub(crate) fn is_prediction_map(m: &Map<String, Value>) -> bool {
     !m.is_empty() && m.values().all(|r| is_predictions_row(Some(r)))
 }
