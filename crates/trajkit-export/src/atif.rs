@@ -83,8 +83,8 @@ fn metrics(m: &Metrics) -> Value {
     let mut rest = m.extra.clone();
     let mut take = |o: &mut Map<String, Value>, out: &str, keys: &[&str], f: fn(Option<&Value>) -> Option<Value>| {
         for k in keys {
-            if let Some(v) = f(rest.get(*k)) {
-                rest.remove(*k);
+            if let Some(v) = f(rest.get(k)) {
+                rest.remove(k);
                 o.insert(out.into(), v);
                 return;
             }
@@ -344,7 +344,7 @@ fn tool_step_results(s: &Step, calls: &HashSet<String>) -> Vec<Value> {
 
 fn agent(t: &Trajectory) -> Value {
     let agent_extra = match t.extra.get("agent") {
-        Some(Value::Object(m)) => merge_extra(m, &[]),
+        Some(Value::Object(m)) => merge_extra(&Extra::from(m.clone()), &[]),
         _ => Map::new(),
     };
     let mut extra = agent_extra;

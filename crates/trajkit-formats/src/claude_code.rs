@@ -364,7 +364,7 @@ fn usage_metrics(usage: Value) -> Option<Metrics> {
         cached_tokens: read,
         completion_tokens: completion,
         cost_usd: None,
-        extra: usage,
+        extra: usage.into(),
         prompt_tokens: prompt,
     };
     (!m.is_empty()).then_some(m)
@@ -375,7 +375,7 @@ fn tool_call(mut block: Map<String, Value>) -> ToolCall {
     let name = take_str(&mut block, "name").unwrap_or_default();
     let arguments = block.remove("input").unwrap_or(Value::Object(Map::new()));
     block.remove("type");
-    ToolCall { arguments, arguments_invalid: false, extra: block, id, name, text_embedded: false }
+    ToolCall { arguments, arguments_invalid: false, extra: block.into(), id, name, text_embedded: false }
 }
 
 /// Builds the steps of one scope from its kept lines.
@@ -590,7 +590,12 @@ fn build_scope(tree: &Tree, env: &Envelope) -> Built {
                                 links.agent_call.push((agent, id.clone()));
                             }
                         }
-                        step.tool_results.push(ToolResult { call_id, content, extra: r, subagent_refs: Vec::new() });
+                        step.tool_results.push(ToolResult {
+                            call_id,
+                            content,
+                            extra: r.into(),
+                            subagent_refs: Vec::new(),
+                        });
                     }
                     if !single {
                         if let Some(t) = tool_use_result.clone() {
@@ -709,15 +714,16 @@ fn agent_ids_of(tool_use_result: Option<&Value>, content: Option<&Value>, line: 
 /// Keeps a superseded `usage` with the line it came from: in the message leftovers of the
 /// step's first line (`extra.message`) or of its `merged_lines[n]` entry.
 fn keep_line_usage(extra: &mut Extra, merged: Option<usize>, usage: Value) {
-    let holder = match merged {
+    let empty = || Value::Object(Map::new());
+    let slot = match merged {
         Some(n) => extra
             .get_mut("merged_lines")
             .and_then(Value::as_array_mut)
             .and_then(|a| a.get_mut(n))
-            .and_then(Value::as_object_mut),
-        None => Some(extra),
+            .and_then(Value::as_object_mut)
+            .map(|h| h.entry("message").or_insert_with(empty)),
+        None => Some(extra.entry("message").or_insert_with(empty)),
     };
-    let slot = holder.map(|h| h.entry("message").or_insert_with(|| Value::Object(Map::new())));
     match slot.and_then(Value::as_object_mut) {
         Some(m) if !m.contains_key("usage") => {
             m.insert("usage".into(), usage);

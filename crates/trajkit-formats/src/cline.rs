@@ -152,7 +152,7 @@ fn assistant_step(mut m: Map<String, Value>, at: usize, model: &mut Option<Strin
                 step.tool_calls.push(ToolCall {
                     arguments,
                     arguments_invalid: false,
-                    extra: b,
+                    extra: b.into(),
                     id,
                     name,
                     text_embedded: false,
@@ -217,7 +217,7 @@ fn step_metrics(mut metrics: Map<String, Value>) -> (Option<Metrics>, Map<String
         completion_tokens: completion,
         cost_usd: cost,
         duration_seconds: None,
-        extra: tokens,
+        extra: tokens.into(),
         prompt_tokens: total,
     };
     ((!m.is_empty()).then_some(m), metrics)
@@ -307,7 +307,7 @@ fn native_result(mut b: Map<String, Value>) -> ToolResult {
     b.remove("type");
     let call_id = take_str(&mut b, "tool_use_id");
     let content = take(&mut b, "content");
-    ToolResult { call_id, content, extra: b, subagent_refs: Vec::new() }
+    ToolResult { call_id, content, extra: b.into(), subagent_refs: Vec::new() }
 }
 
 /// The tool a result text names: `[name for '...'] Result:`, `[name] Result:` or
@@ -480,7 +480,7 @@ impl SideFiles {
                 (Some(a), Some(b)) => Some((b - a) as f64 / 1000.0),
                 _ => None,
             },
-            extra,
+            extra: extra.into(),
             prompt_tokens: input.zip(writes).zip(reads).and_then(|((i, w), r)| i.checked_add(w)?.checked_add(r)),
         });
     }

@@ -184,8 +184,14 @@ impl Builder {
                 if kind != "function_call" {
                     item.insert("type".into(), Value::String(kind));
                 }
-                let call =
-                    ToolCall { arguments, arguments_invalid: invalid, extra: item, id, name, text_embedded: false };
+                let call = ToolCall {
+                    arguments,
+                    arguments_invalid: invalid,
+                    extra: item.into(),
+                    id,
+                    name,
+                    text_embedded: false,
+                };
                 self.assistant("call", &timestamp).tool_calls.push(call);
             }
             "function_call_output" | "custom_tool_call_output" | "local_shell_call_output" | "tool_search_output" => {
@@ -196,7 +202,7 @@ impl Builder {
                 }
                 let mut step = Step::new(Role::Tool, None);
                 step.timestamp = timestamp;
-                step.tool_results.push(ToolResult { call_id, content, extra: item, subagent_refs: Vec::new() });
+                step.tool_results.push(ToolResult { call_id, content, extra: item.into(), subagent_refs: Vec::new() });
                 self.push(step);
             }
             "web_search_call" => {
@@ -293,7 +299,7 @@ fn usage(v: &Value) -> Option<Metrics> {
         cached_tokens: cached,
         completion_tokens: completion,
         cost_usd: None,
-        extra: u,
+        extra: u.into(),
         prompt_tokens: prompt,
     };
     (!m.is_empty()).then_some(m)

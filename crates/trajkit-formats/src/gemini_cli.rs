@@ -131,7 +131,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     let task = crate::chat::first_user_task(&steps, raw.sha256);
     Ok(Trajectory {
         agent: Agent { model, name: Some(FAMILY.into()), version: None },
-        extra: rec.meta,
+        extra: rec.meta.into(),
         gaps,
         session_id,
         steps,
@@ -209,7 +209,8 @@ fn tool_call(mut c: Map<String, Value>) -> (ToolCall, Option<ToolResult>) {
         ToolCall { arguments, arguments_invalid: false, extra: call_extra, id: id.clone(), name, text_embedded: false };
     let result = take(&mut c, "result");
     let recorded = result.is_some() || c.contains_key("resultDisplay");
-    let result = recorded.then(|| ToolResult { call_id: id, content: result, extra: c, subagent_refs: Vec::new() });
+    let result =
+        recorded.then(|| ToolResult { call_id: id, content: result, extra: c.into(), subagent_refs: Vec::new() });
     (call, result)
 }
 
@@ -223,7 +224,7 @@ fn metrics(mut tokens: Map<String, Value>) -> Option<Metrics> {
         cost_usd: None,
         duration_seconds: None,
         prompt_tokens: take_u64(&mut tokens, "input"),
-        extra: tokens,
+        extra: tokens.into(),
     };
     (!m.is_empty()).then_some(m)
 }

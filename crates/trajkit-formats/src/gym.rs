@@ -14,7 +14,7 @@ use crate::input::InputFile;
 use crate::json::{content_text, into_extra, take, take_f64, take_nonempty_str, take_str, take_u64};
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
-use crate::rejection::{parse_record, schema, Problem, Reason};
+use crate::rejection::{json_problem, parse_record, schema, Problem, Reason};
 use crate::responses::{message_role, take_reasoning};
 
 /// Reader for NeMo Gym rollout JSONL.
@@ -70,11 +70,8 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Option<String>
     if raw.bytes.trim_ascii() == PLACEHOLDER {
         return Err(not_a_rollout("placeholder row"));
     }
-    let value = parse_record(raw.bytes)?;
-    let Value::Object(mut row) = value else {
-        return Err(schema("$", "a rollout line must be a JSON object"));
-    };
-    let mut response = match row.remove("response") {
+    let mut row = row_fields(raw.bytes)?;
+    let mut response = match take_parsed(&mut row, "response")? {
         Some(Value::Object(r)) => r,
         None | Some(Value::Null) => return Err(not_a_rollout(classify_non_rollout(&row))),
         Some(other) => {
@@ -82,7 +79,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Option<String>
             return Err(schema("$.response", "response must be an object"));
         }
     };
-    let mut params = match row.remove("responses_create_params") {
+    let mut params = match take_parsed(&mut row, "responses_create_params")? {
         Some(Value::Object(p)) => p,
         None | Some(Value::Null) => Map::new(),
         Some(_) => return Err(schema("$.responses_create_params", "responses_create_params must be an object")),
@@ -152,7 +149,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Option<String>
     let outcome = outcome(&mut row);
     let task = task(&mut row, &steps, agent_name.as_deref(), raw.sha256);
 
-    let mut extra: Extra = into_extra(row);
+    let mut extra = row;
     if !params.is_empty() {
         extra.insert("responses_create_params".into(), Value::Object(params));
     }
@@ -172,8 +169,28 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Option<String>
     Ok((t, rollout_key))
 }
 
+/// The row's top-level fields, each kept as its text until the mapping reads it: most of a
+/// row (`instance_config`, the verifier's details, copies of the request) is only carried
+/// to `extra`, and building its `Value` tree was half of `inspect`'s time; the canonical
+/// writer writes such a field straight from its text. Text the check in
+/// `Extra::from_object_text` refuses is parsed whole (serde_json's result or error).
+fn row_fields(bytes: &[u8]) -> Result<Extra, Problem> {
+    if let Some(row) = std::str::from_utf8(bytes).ok().and_then(Extra::from_object_text) {
+        return Ok(row);
+    }
+    match parse_record(bytes)? {
+        Value::Object(row) => Ok(row.into()),
+        _ => Err(schema("$", "a rollout line must be a JSON object")),
+    }
+}
+
+/// Removes a field the mapping takes apart, parsed by the token-array reader.
+fn take_parsed(row: &mut Extra, key: &str) -> Result<Option<Value>, Problem> {
+    row.remove_with(key, crate::token_arrays::parse).transpose().map_err(|e| json_problem(&e))
+}
+
 /// Says what a row without `response` is, for the rejection message.
-fn classify_non_rollout(row: &Map<String, Value>) -> &'static str {
+fn classify_non_rollout(row: &Extra) -> &'static str {
     if row.contains_key("sample") && row.keys().any(|k| k.starts_with("mean/")) {
         "reward-profiling row (no response)"
     } else if row.contains_key("responses_create_params") {
@@ -430,7 +447,7 @@ fn usage_metrics(response: &mut Map<String, Value>, generated: bool) -> Option<M
 }
 
 /// Reward from the resources server's verifier; status stays unknown (no success rule here).
-fn outcome(row: &mut Map<String, Value>) -> Outcome {
+fn outcome(row: &mut Extra) -> Outcome {
     let reward = take_f64(row, "reward");
     let mut components = std::collections::BTreeMap::new();
     if let Some(Value::Object(c)) = row.get("reward_components") {
@@ -450,7 +467,7 @@ fn outcome(row: &mut Map<String, Value>) -> Outcome {
 /// Rollout key: (`_ng_task_index`, `_ng_rollout_index`, `response.id`), else
 /// `ng_trajectory`'s rollout id. The response id tells two collection runs with the same
 /// indices apart; the indices tell apart rows whose producer reuses one response id.
-fn rollout_key(row: &Map<String, Value>, response: &Map<String, Value>) -> Option<String> {
+fn rollout_key(row: &Extra, response: &Map<String, Value>) -> Option<String> {
     if let (Some(t), Some(r)) = (row.get("_ng_task_index"), row.get("_ng_rollout_index")) {
         if !t.is_null() && !r.is_null() {
             return Some(match scalar(response.get("id")) {
@@ -477,9 +494,9 @@ const TASK_ID_PATHS: &[&[&str]] = &[
     &["scenario_id"],
 ];
 
-fn lookup<'a>(row: &'a Map<String, Value>, path: &[&str]) -> Option<&'a Value> {
+fn lookup<'a>(row: &'a Extra, path: &[&str]) -> Option<&'a Value> {
     let (first, rest) = path.split_first()?;
-    rest.iter().try_fold(row.get(*first)?, |v, k| v.get(*k))
+    rest.iter().try_fold(row.get(first)?, |v, k| v.get(*k))
 }
 
 /// The instruction: every user message before the first assistant step, joined (the
@@ -496,7 +513,7 @@ fn initial_instruction(steps: &[Step]) -> Option<String> {
 
 /// Task: an explicit id (`TASK_ID_PATHS`), else the hashed initial user instruction
 /// plus the agent (environment) name. `_ng_task_index` is never a key.
-fn task(row: &mut Map<String, Value>, steps: &[Step], environment: Option<&str>, sha: &str) -> Task {
+fn task(row: &mut Extra, steps: &[Step], environment: Option<&str>, sha: &str) -> Task {
     let explicit = TASK_ID_PATHS.iter().find_map(|path| match lookup(row, path)? {
         Value::String(s) if !s.is_empty() => Some(s.clone()),
         Value::Number(n) => Some(n.to_string()),

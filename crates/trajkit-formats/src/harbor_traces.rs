@@ -129,7 +129,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Option<String>
                 }
             }
         }
-        step.extra = m;
+        step.extra = m.into();
         steps.push(step);
     }
     if steps.is_empty() {
@@ -152,7 +152,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Option<String>
     };
     let outcome = outcome(&mut row);
     let task = task(&mut row, &steps, raw.sha256);
-    let extra: Extra = row;
+    let extra: Extra = row.into();
     let t = Trajectory { agent, extra, gaps, outcome, steps, tools, ..raw.trajectory("harbor-traces", file, task) };
     Ok((t, rollout_key))
 }
@@ -180,7 +180,7 @@ fn embedded_calls(text: &str) -> (Vec<ToolCall>, Vec<String>) {
                 calls.push(ToolCall {
                     arguments,
                     arguments_invalid: false,
-                    extra: m,
+                    extra: m.into(),
                     id: None,
                     name,
                     text_embedded: true,

@@ -251,7 +251,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Vec<PathBuf>),
             atif_extra.insert("format_version".into(), Value::String(v));
         }
         if !t.extra.is_empty() {
-            atif_extra.insert("extra".into(), Value::Object(t.extra));
+            atif_extra.insert("extra".into(), Value::from(t.extra));
         }
         gaps.extend(t.gaps);
         steps = t.steps;

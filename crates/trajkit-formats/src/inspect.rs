@@ -366,7 +366,7 @@ fn map_sample(
     };
     let key = format!("{}/{}", task_name.as_deref().unwrap_or("inspect"), sample_id);
 
-    let mut extra: Extra = std::mem::take(sample);
+    let mut extra: Extra = std::mem::take(sample).into();
     if let Some(spec) = spec {
         extra.insert("eval".into(), Value::Object(spec));
     }
@@ -450,7 +450,12 @@ fn message_step(m: Value, path: &str, index: usize, gaps: &mut Vec<Gap>) -> Resu
                 }
             }
             let call_id = take_str(&mut m, "tool_call_id");
-            step.tool_results.push(ToolResult { call_id, content, extra: result_extra, subagent_refs: Vec::new() });
+            step.tool_results.push(ToolResult {
+                call_id,
+                content,
+                extra: result_extra.into(),
+                subagent_refs: Vec::new(),
+            });
         }
         Role::Assistant => {
             step.reasoning = content.as_ref().and_then(reasoning_text);

@@ -74,7 +74,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<trajkit_model::Trajectory, 
     let outcome = traces::outcome(&verdicts(trace.get("scores")));
     let metrics =
         trace.get("totalCost").and_then(Value::as_f64).map(|c| Metrics { cost_usd: Some(c), ..Default::default() });
-    let mut extra: Extra = doc;
+    let mut extra: Extra = doc.into();
     if nested {
         extra.insert("trace".into(), Value::Object(trace));
     } else {

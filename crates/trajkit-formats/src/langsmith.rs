@@ -58,7 +58,7 @@ fn runs(doc: Value) -> Result<(Vec<FlatRun>, Extra), Problem> {
                 None | Some(Value::Null) => Vec::new(),
                 Some(_) => return Err(schema("$.patch", "patch must be a list of runs")),
             };
-            extra = o;
+            extra = o.into();
             merge_batch(post, patch)?
         }
         Value::Object(o) => vec![("$".to_string(), Value::Object(o))],

@@ -151,7 +151,7 @@ fn steps(messages: Vec<Value>) -> Result<Vec<Step>, Problem> {
             "tool" => {
                 let mut s = Step::new(Role::Tool, None);
                 let call_id = take_str(&mut m, "tool_call_id");
-                s.tool_results.push(ToolResult { call_id, content, extra: Map::new(), subagent_refs: vec![] });
+                s.tool_results.push(ToolResult { call_id, content, extra: Map::new().into(), subagent_refs: vec![] });
                 s
             }
             "assistant" => {
@@ -167,7 +167,7 @@ fn steps(messages: Vec<Value>) -> Result<Vec<Step>, Problem> {
                     s.tool_calls.push(ToolCall {
                         arguments: Value::Object(args),
                         arguments_invalid: false,
-                        extra: Map::new(),
+                        extra: Map::new().into(),
                         id: id.clone(),
                         name: "bash".into(),
                         text_embedded: true,
@@ -181,7 +181,7 @@ fn steps(messages: Vec<Value>) -> Result<Vec<Step>, Problem> {
                 s.tool_results.push(ToolResult {
                     call_id: pending.take(),
                     content,
-                    extra: Map::new(),
+                    extra: Map::new().into(),
                     subagent_refs: vec![],
                 });
                 s

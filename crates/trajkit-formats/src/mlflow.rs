@@ -77,7 +77,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<trajkit_model::Trajectory, 
         .and_then(|s| serde_json::from_str::<Value>(&s).ok())
         .and_then(|u| usage_metrics(&u));
     let outcome = traces::outcome(&verdicts(info.get("assessments")));
-    let extra: Extra = doc;
+    let extra: Extra = doc.into();
     let d = Doc { family: "mlflow", raw, file, format_version };
     let top = Top { trace_id, session_id, agent_name, task_id, outcome, metrics, extra };
     Ok(traces::trajectory(&spans, &d, top))

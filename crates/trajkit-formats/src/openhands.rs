@@ -537,7 +537,7 @@ fn run_metrics(mut m: Map<String, Value>) -> Option<Metrics> {
         cached_tokens: cached,
         completion_tokens: completion,
         cost_usd: cost,
-        extra: m,
+        extra: m.into(),
         prompt_tokens: prompt,
     };
     (!metrics.is_empty()).then_some(metrics)

@@ -173,7 +173,7 @@ fn steps(history: Vec<Value>, actions: &[Option<String>]) -> Result<Vec<Step>, P
                 step.tool_results.push(ToolResult {
                     call_id: Some(call_id),
                     content,
-                    extra: Map::new(),
+                    extra: Map::new().into(),
                     subagent_refs: vec![],
                 });
             }
@@ -205,7 +205,7 @@ fn steps(history: Vec<Value>, actions: &[Option<String>]) -> Result<Vec<Step>, P
                     step.tool_results.push(ToolResult {
                         call_id: Some(id),
                         content: content.clone(),
-                        extra: Map::new(),
+                        extra: Map::new().into(),
                         subagent_refs: vec![],
                     });
                 }
@@ -249,7 +249,7 @@ fn text_action(action: &str, id: Option<String>) -> ToolCall {
     ToolCall {
         arguments: Value::Object(args),
         arguments_invalid: false,
-        extra: Map::new(),
+        extra: Map::new().into(),
         id,
         name,
         text_embedded: true,

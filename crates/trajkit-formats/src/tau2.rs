@@ -474,7 +474,7 @@ fn read(raw: &RawRecord, file: &InputFile, ctx: Option<&Context>) -> Result<(Tra
     };
     let mut extra = into_extra(sim);
     if let Some(c) = ctx {
-        extra.insert("results_info".into(), Value::Object(c.results_info.clone()));
+        extra.insert("results_info".into(), Value::from(c.results_info.clone()));
     }
     // The record's own entry of the document's `tasks[]` (a simulation has no `task` field;
     // should one appear, it keeps its name and the definition goes under `results_task`).

@@ -198,7 +198,7 @@ fn answer(mut row: Map<String, Value>, raw: &RawRecord, file: &InputFile) -> Res
         }
     }
     if !m.is_empty() {
-        t.metrics = Some(Metrics { extra: m, ..Default::default() });
+        t.metrics = Some(Metrics { extra: m.into(), ..Default::default() });
     }
     // `win` is the search's own flag (a Finish(give_answer) node was reached), not a
     // judgement of the answer: it stays in `extra` and the status stays unknown.

@@ -102,7 +102,11 @@ fn tau2_simulations_through_a_mapping_link_every_result_by_id() {
     assert_eq!(m.trajectories[0].steps[0].extra.get("usage"), Some(&serde_json::Value::Null));
     let step = &m.trajectories[0].steps[1];
     assert_eq!(step.metrics.as_ref().and_then(|x| x.prompt_tokens), Some(2309));
-    assert!(!step.extra.contains_key("usage") && step.extra.contains_key("raw_data"), "{:?}", step.extra.keys());
+    assert!(
+        !step.extra.contains_key("usage") && step.extra.contains_key("raw_data"),
+        "{:?}",
+        step.extra.keys().collect::<Vec<_>>()
+    );
 }
 
 #[test]

@@ -38,7 +38,7 @@ fn escape_mask(w: u64) -> u64 {
 
 /// serde_json's escape of a byte that `escape_mask` flags.
 #[inline]
-fn escape_of(b: u8) -> &'static [u8] {
+pub(crate) fn escape_of(b: u8) -> &'static [u8] {
     const CONTROL: [&[u8]; 32] = [
         b"\\u0000", b"\\u0001", b"\\u0002", b"\\u0003", b"\\u0004", b"\\u0005", b"\\u0006", b"\\u0007", b"\\b", b"\\t",
         b"\\n", b"\\u000b", b"\\f", b"\\r", b"\\u000e", b"\\u000f", b"\\u0010", b"\\u0011", b"\\u0012", b"\\u0013",
@@ -98,6 +98,20 @@ macro_rules! integers {
 
 struct Writer<'a> {
     out: &'a mut Vec<u8>,
+}
+
+/// The newtype name under which `Extra` hands this writer a member it keeps as JSON text.
+pub(crate) const JSON_TEXT: &str = "$trajkit::json_text";
+
+thread_local! {
+    /// Set by the writer just before it serializes a `JSON_TEXT` newtype's content: that
+    /// content then gives its text (`serialize_str`) instead of a parsed `Value`.
+    static TAKES_TEXT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// True (once) when the serializer at hand is this writer asking for JSON text.
+pub(crate) fn takes_text() -> bool {
+    TAKES_TEXT.with(|t| t.replace(false))
 }
 
 impl Writer<'_> {
@@ -217,7 +231,14 @@ impl<'w, 'a> ser::Serializer for &'w mut Writer<'a> {
     fn serialize_unit_variant(self, _: &'static str, _: u32, variant: &'static str) -> Result {
         self.serialize_str(variant)
     }
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, value: &T) -> Result {
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, name: &'static str, value: &T) -> Result {
+        if name == JSON_TEXT {
+            TAKES_TEXT.with(|t| t.set(true));
+            let mut text = TextWriter { out: self.out };
+            let written = value.serialize(&mut text);
+            TAKES_TEXT.with(|t| t.set(false));
+            return written;
+        }
         value.serialize(self)
     }
     fn serialize_newtype_variant<T: Serialize + ?Sized>(
@@ -324,6 +345,93 @@ macro_rules! fields {
     )*};
 }
 fields!(SerializeStruct, SerializeStructVariant);
+
+/// Takes the text of a member `Extra` keeps as JSON text and writes its canonical form;
+/// anything but a string is an error (only `Extra` sends a `JSON_TEXT` newtype).
+struct TextWriter<'a> {
+    out: &'a mut Vec<u8>,
+}
+
+fn not_json_text() -> Error {
+    Error::custom("a JSON text member must be given as its text")
+}
+
+/// Serializer methods that fail with `$error` for a writer that takes one kind of value.
+macro_rules! refuse {
+    ($error:ident; $($method:ident($($arg:ty),*)),*) => {$(
+        fn $method(self, $(_: $arg),*) -> Result {
+            Err($error())
+        }
+    )*};
+}
+
+impl ser::Serializer for &mut TextWriter<'_> {
+    type Ok = ();
+    type Error = Error;
+    type SerializeSeq = ser::Impossible<(), Error>;
+    type SerializeTuple = ser::Impossible<(), Error>;
+    type SerializeTupleStruct = ser::Impossible<(), Error>;
+    type SerializeTupleVariant = ser::Impossible<(), Error>;
+    type SerializeMap = ser::Impossible<(), Error>;
+    type SerializeStruct = ser::Impossible<(), Error>;
+    type SerializeStructVariant = ser::Impossible<(), Error>;
+
+    fn serialize_str(self, text: &str) -> Result {
+        crate::json_text::write_canonical(self.out, text)
+    }
+    refuse!(not_json_text; serialize_bool(bool), serialize_i8(i8), serialize_i16(i16), serialize_i32(i32),
+        serialize_i64(i64), serialize_u8(u8), serialize_u16(u16), serialize_u32(u32), serialize_u64(u64),
+        serialize_f32(f32), serialize_f64(f64), serialize_char(char), serialize_bytes(&[u8]), serialize_none(),
+        serialize_unit(), serialize_unit_struct(&'static str), serialize_unit_variant(&'static str, u32, &'static str));
+    fn serialize_some<T: Serialize + ?Sized>(self, _: &T) -> Result {
+        Err(not_json_text())
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, _: &T) -> Result {
+        Err(not_json_text())
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: &T,
+    ) -> Result {
+        Err(not_json_text())
+    }
+    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq> {
+        Err(not_json_text())
+    }
+    fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple> {
+        Err(not_json_text())
+    }
+    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeTupleStruct> {
+        Err(not_json_text())
+    }
+    fn serialize_tuple_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeTupleVariant> {
+        Err(not_json_text())
+    }
+    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap> {
+        Err(not_json_text())
+    }
+    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeStruct> {
+        Err(not_json_text())
+    }
+    fn serialize_struct_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeStructVariant> {
+        Err(not_json_text())
+    }
+}
 
 /// Map keys as serde_json writes them: strings, and numbers, booleans and chars quoted.
 struct KeyWriter<'a> {

@@ -3,12 +3,15 @@
 
 pub mod canonical;
 pub mod compact;
+pub mod extra;
 pub mod interaction;
+mod json_text;
 pub mod record;
 pub mod success;
 pub mod time;
 
 pub use canonical::{content_digest, seal, sha256_hex};
+pub use extra::Extra;
 pub use interaction::interaction_digest;
 pub use record::*;
 pub use success::SuccessRule;

@@ -16,9 +16,7 @@ use crate::canonical::instruction_task_key;
 /// Version of the record's own schema. Bump on any change a reader of old outputs can see.
 pub const SCHEMA_VERSION: &str = "trajkit.trajectory/2";
 
-/// Unmapped source fields, kept verbatim under their source names (a sorted map:
-/// serde_json is built without `preserve_order`).
-pub type Extra = serde_json::Map<String, Value>;
+pub use crate::extra::Extra;
 
 fn is_false(b: &bool) -> bool {
     !*b

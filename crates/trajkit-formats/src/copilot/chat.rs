@@ -82,7 +82,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     let task = first_user_task(&s.steps, raw.sha256);
     Ok(Trajectory {
         agent: Agent { model: s.model, name: Some(FAMILY.into()), version: s.version },
-        extra: session,
+        extra: session.into(),
         gaps: s.gaps,
         session_id,
         steps: s.steps,
@@ -294,7 +294,7 @@ fn round_step(mut round: Map<String, Value>) -> Step {
     if let Some(Value::Object(mut usage)) = round.remove("usage") {
         let cached = usage.get("prompt_tokens_details").and_then(|d| d.get("cached_tokens")).and_then(Value::as_u64);
         let (prompt, completion) = (take_u64(&mut usage, "prompt_tokens"), take_u64(&mut usage, "completion_tokens"));
-        step.metrics = metrics(prompt, completion, cached, usage);
+        step.metrics = metrics(prompt, completion, cached, usage.into());
     }
     step.extra.extend(round);
     step

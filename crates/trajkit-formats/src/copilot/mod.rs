@@ -20,7 +20,7 @@ fn tool_call(mut c: Map<String, Value>, id_key: &str, name_key: &str) -> ToolCal
     let id = crate::json::take_str(&mut c, id_key);
     let name = crate::json::take_str(&mut c, name_key).unwrap_or_default();
     let (arguments, arguments_invalid) = crate::json::take_arguments(&mut c);
-    ToolCall { arguments, arguments_invalid, extra: c, id, name, text_embedded: false }
+    ToolCall { arguments, arguments_invalid, extra: c.into(), id, name, text_embedded: false }
 }
 
 /// Token figures from named fields (prompt, completion, cached); `None` when none is there.

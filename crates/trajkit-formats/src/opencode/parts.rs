@@ -140,8 +140,14 @@ impl Building {
         };
         let arguments = state.remove("input").unwrap_or_else(|| Value::Object(Map::new()));
         let status = state.get("status").and_then(Value::as_str).unwrap_or_default().to_string();
-        let mut call =
-            ToolCall { arguments, arguments_invalid: false, extra: p, id: id.clone(), name, text_embedded: false };
+        let mut call = ToolCall {
+            arguments,
+            arguments_invalid: false,
+            extra: p.into(),
+            id: id.clone(),
+            name,
+            text_embedded: false,
+        };
         let content = match status.as_str() {
             "completed" => take(&mut state, "output"),
             "error" => take(&mut state, "error"),
@@ -152,7 +158,7 @@ impl Building {
             }
         };
         self.calls.push(call);
-        self.results.push(ToolResult { call_id: id, content, extra: state, subagent_refs: Vec::new() });
+        self.results.push(ToolResult { call_id: id, content, extra: state.into(), subagent_refs: Vec::new() });
     }
 
     /// The assistant step and, when results were recorded, the tool step after it.
@@ -261,7 +267,7 @@ fn metrics(m: &mut Map<String, Value>) -> Option<Metrics> {
         completion_tokens: completion,
         cost_usd: cost,
         duration_seconds: None,
-        extra,
+        extra: extra.into(),
         prompt_tokens: prompt,
     };
     (!out.is_empty()).then_some(out)

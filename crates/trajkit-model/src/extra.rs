@@ -1,0 +1,399 @@
+//! Unmapped source fields, some kept as their source text until something reads them.
+//!
+//! A reader that maps a few fields of a large object leaves the rest to `extra`. Building a
+//! `Value` tree for every field nobody looks into was half of `inspect`'s time on NeMo Gym
+//! rows: `Extra::from_object_text` keeps each member as its text, and a member becomes a
+//! `Value` the first time it is read, written or compared. Only text that `json_text` proves
+//! serde_json parses is kept this way, so reading a member cannot fail and gives the `Value`
+//! serde_json would have built from the whole object.
+
+use std::collections::btree_map::{self, BTreeMap};
+use std::fmt;
+use std::sync::OnceLock;
+
+use serde::de::{Deserialize, Deserializer};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::{Map, Value};
+
+use crate::{compact, json_text};
+
+/// Unmapped source fields under their source names, in name order (the canonical order).
+/// A name is in one of the two maps, never both; most records have no member kept as text,
+/// and for them this is the `Map` it wraps (`From<Map>` and `into_map` move it).
+#[derive(Clone, Default)]
+pub struct Extra {
+    values: Map<String, Value>,
+    texts: BTreeMap<String, Text>,
+}
+
+/// A member's source text and, once read, the `Value` parsed from it.
+#[derive(Clone)]
+struct Text {
+    text: Box<str>,
+    parsed: OnceLock<Value>,
+}
+
+impl Text {
+    /// The parsed value. `json_text` accepted the text, so serde_json parses it; `Null` stands
+    /// in only if that guarantee were broken.
+    fn value(&self) -> &Value {
+        self.parsed.get_or_init(|| parse(&self.text))
+    }
+
+    fn into_value(self) -> Value {
+        let Text { text, parsed } = self;
+        parsed.into_inner().unwrap_or_else(|| parse(&text))
+    }
+}
+
+fn parse(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or(Value::Null)
+}
+
+impl Extra {
+    /// An empty set of fields.
+    pub fn new() -> Self {
+        Extra::default()
+    }
+
+    /// The members of the JSON object `text`, each kept as its text until read. `None` when
+    /// the text is not an object that `json_text` can prove serde_json parses the same way
+    /// member by member (deep nesting, lone surrogates, numbers near the ends of `f64`, any
+    /// syntax error): parse it whole instead, which also gives serde_json's error.
+    pub fn from_object_text(text: &str) -> Option<Self> {
+        let mut texts = BTreeMap::new();
+        for (key, value) in json_text::object_members(text)? {
+            texts.insert(key.into_owned(), Text { text: value.into(), parsed: OnceLock::new() });
+        }
+        Some(Extra { values: Map::new(), texts })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty() && self.texts.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.values.len() + self.texts.len()
+    }
+
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.values.contains_key(key) || self.texts.contains_key(key)
+    }
+
+    /// The member `key`, parsed from its text on first read.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.values.get(key).or_else(|| self.texts.get(key).map(Text::value))
+    }
+
+    /// The member `key` for changing (it stops being text).
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut Value> {
+        self.make_value(key);
+        self.values.get_mut(key)
+    }
+
+    /// Sets `key`, returning the value it replaces.
+    pub fn insert(&mut self, key: String, value: Value) -> Option<Value> {
+        let old = self.texts.remove(&key).map(Text::into_value);
+        self.values.insert(key, value).or(old)
+    }
+
+    /// Removes `key`, returning its value.
+    pub fn remove(&mut self, key: &str) -> Option<Value> {
+        self.values.remove(key).or_else(|| self.texts.remove(key).map(Text::into_value))
+    }
+
+    /// Removes `key`, returning its name and value.
+    pub fn remove_entry(&mut self, key: &str) -> Option<(String, Value)> {
+        self.values.remove_entry(key).or_else(|| self.texts.remove_entry(key).map(|(k, t)| (k, t.into_value())))
+    }
+
+    /// Removes `key`, parsing a member still kept as text with `parse` (a faster parser
+    /// that builds the same `Value`, such as the token-array reader).
+    pub fn remove_with<E>(
+        &mut self,
+        key: &str,
+        parse: impl FnOnce(&str) -> Result<Value, E>,
+    ) -> Option<Result<Value, E>> {
+        if let Some(v) = self.values.remove(key) {
+            return Some(Ok(v));
+        }
+        let Text { text, parsed } = self.texts.remove(key)?;
+        Some(parsed.into_inner().map_or_else(|| parse(&text), Ok))
+    }
+
+    /// serde_json's entry for `key` (a member kept as text is parsed first).
+    pub fn entry(&mut self, key: impl Into<String>) -> serde_json::map::Entry<'_> {
+        let key = key.into();
+        self.make_value(&key);
+        self.values.entry(key)
+    }
+
+    /// Names in order.
+    pub fn keys(&self) -> impl Iterator<Item = &String> {
+        self.iter().map(|(k, _)| k)
+    }
+
+    pub fn values(&self) -> impl Iterator<Item = &Value> {
+        self.iter().map(|(_, v)| v)
+    }
+
+    /// Members in name order (each read from its text if it is still text).
+    pub fn iter(&self) -> Iter<'_> {
+        Iter { values: self.values.iter().peekable(), texts: self.texts.iter().peekable() }
+    }
+
+    /// Members in name order, for changing (none stays text).
+    pub fn iter_mut(&mut self) -> serde_json::map::IterMut<'_> {
+        self.make_values();
+        self.values.iter_mut()
+    }
+
+    pub fn values_mut(&mut self) -> serde_json::map::ValuesMut<'_> {
+        self.make_values();
+        self.values.values_mut()
+    }
+
+    /// Keeps the members for which `keep` is true.
+    pub fn retain(&mut self, keep: impl FnMut(&String, &mut Value) -> bool) {
+        self.make_values();
+        self.values.retain(keep);
+    }
+
+    /// Moves every member of `other` into `self` (a member of both takes `other`'s).
+    pub fn append(&mut self, other: &mut Extra) {
+        for key in other.values.keys() {
+            self.texts.remove(key);
+        }
+        for key in other.texts.keys() {
+            self.values.remove(key);
+        }
+        self.values.append(&mut other.values);
+        self.texts.append(&mut other.texts);
+    }
+
+    /// A JSON object of the members.
+    pub fn into_map(mut self) -> Map<String, Value> {
+        self.make_values();
+        self.values
+    }
+
+    /// Parses member `key` into the value map if it is still text.
+    fn make_value(&mut self, key: &str) {
+        if let Some((key, text)) = self.texts.remove_entry(key) {
+            self.values.insert(key, text.into_value());
+        }
+    }
+
+    /// Parses every member still kept as text.
+    fn make_values(&mut self) {
+        for (key, text) in std::mem::take(&mut self.texts) {
+            self.values.insert(key, text.into_value());
+        }
+    }
+}
+
+/// Members in name order, merged from the two maps.
+pub struct Iter<'a> {
+    values: std::iter::Peekable<serde_json::map::Iter<'a>>,
+    texts: std::iter::Peekable<btree_map::Iter<'a, String, Text>>,
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = (&'a String, &'a Value);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let text_first = match (self.values.peek(), self.texts.peek()) {
+            (Some((v, _)), Some((t, _))) => t < v,
+            (None, Some(_)) => true,
+            _ => false,
+        };
+        if text_first {
+            self.texts.next().map(|(k, t)| (k, t.value()))
+        } else {
+            self.values.next()
+        }
+    }
+}
+
+impl fmt::Debug for Extra {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+/// Equal members, compared as values (a member kept as text equals its parsed value).
+impl PartialEq for Extra {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().zip(other.iter()).all(|(a, b)| a == b)
+    }
+}
+
+impl Serialize for Extra {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.len()))?;
+        let mut texts = self.texts.iter().peekable();
+        let write_text = |map: &mut S::SerializeMap, key: &String, t: &Text| map.serialize_entry(key, &AsText(t));
+        for (key, value) in &self.values {
+            while let Some((k, t)) = texts.next_if(|(k, _)| *k < key) {
+                write_text(&mut map, k, t)?;
+            }
+            map.serialize_entry(key, value)?;
+        }
+        for (k, t) in texts {
+            write_text(&mut map, k, t)?;
+        }
+        map.end()
+    }
+}
+
+/// A member kept as text, for serializing: the canonical writer takes the text and writes
+/// its canonical form straight from it; any other serializer gets the parsed `Value`.
+struct AsText<'a>(&'a Text);
+
+impl Serialize for AsText<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_newtype_struct(compact::JSON_TEXT, &TextOrValue(self.0))
+    }
+}
+
+struct TextOrValue<'a>(&'a Text);
+
+impl Serialize for TextOrValue<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let Text { text, parsed } = self.0;
+        if compact::takes_text() {
+            return serializer.serialize_str(text);
+        }
+        match parsed.get() {
+            Some(v) => v.serialize(serializer),
+            // Written once: parse to a temporary instead of keeping the tree.
+            None => parse(text).serialize(serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Extra {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Map::<String, Value>::deserialize(deserializer).map(Extra::from)
+    }
+}
+
+impl schemars::JsonSchema for Extra {
+    /// Inlined, as the map it stands for is.
+    fn is_referenceable() -> bool {
+        false
+    }
+
+    fn schema_name() -> String {
+        Map::<String, Value>::schema_name()
+    }
+
+    fn json_schema(generator: &mut schemars::r#gen::SchemaGenerator) -> schemars::schema::Schema {
+        Map::<String, Value>::json_schema(generator)
+    }
+}
+
+impl From<Map<String, Value>> for Extra {
+    fn from(values: Map<String, Value>) -> Self {
+        Extra { values, texts: BTreeMap::new() }
+    }
+}
+
+impl From<Extra> for Value {
+    fn from(extra: Extra) -> Self {
+        Value::Object(extra.into_map())
+    }
+}
+
+impl FromIterator<(String, Value)> for Extra {
+    fn from_iter<I: IntoIterator<Item = (String, Value)>>(iter: I) -> Self {
+        Extra::from(Map::from_iter(iter))
+    }
+}
+
+impl Extend<(String, Value)> for Extra {
+    fn extend<I: IntoIterator<Item = (String, Value)>>(&mut self, iter: I) {
+        for (k, v) in iter {
+            self.insert(k, v);
+        }
+    }
+}
+
+impl IntoIterator for Extra {
+    type Item = (String, Value);
+    type IntoIter = serde_json::map::IntoIter;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.into_map().into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Extra {
+    type Item = (&'a String, &'a Value);
+    type IntoIter = Iter<'a>;
+
+    fn into_iter(self) -> Iter<'a> {
+        self.iter()
+    }
+}
+
+static NULL: Value = Value::Null;
+
+/// `extra["key"]`: the member, or `null` when there is none (as `Value` indexes).
+impl std::ops::Index<&str> for Extra {
+    type Output = Value;
+
+    fn index(&self, key: &str) -> &Value {
+        self.get(key).unwrap_or(&NULL)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Synthetic: the members kept as text mixed with values set later, in every form a
+    /// record is written in (no real file is needed for the map's own rules).
+    #[test]
+    fn text_members_read_write_and_compare_as_values() {
+        let text = r#"{"z": [3, {"b": 1, "a": 2}], "m": "\u00e9\n", "a": 1.50, "dup": 1, "dup": 2}"#;
+        let whole: Value = serde_json::from_str(text).expect("valid");
+        let mut extra = Extra::from_object_text(text).expect("accepted");
+        extra.insert("k".into(), json!({"y": null, "x": [true]}));
+        let mut expected = whole.as_object().cloned().expect("an object");
+        expected.insert("k".into(), json!({"y": null, "x": [true]}));
+        let expected_value = Value::Object(expected.clone());
+
+        assert_eq!(crate::compact::to_string(&extra).ok(), crate::compact::to_string(&expected_value).ok());
+        assert_eq!(serde_json::to_string(&extra).ok(), serde_json::to_string(&expected_value).ok());
+        assert_eq!(serde_json::to_value(&extra).ok(), Some(expected_value.clone()));
+        assert_eq!(extra.keys().collect::<Vec<_>>(), expected.keys().collect::<Vec<_>>());
+        assert_eq!(extra, Extra::from(expected.clone()));
+        assert_eq!(extra["dup"], json!(2));
+        assert_eq!(extra.get("z"), expected.get("z"));
+        assert_eq!(extra.len(), 5);
+
+        let mut changed = extra.clone();
+        if let Some(v) = changed.get_mut("a") {
+            *v = json!(7);
+        }
+        assert_eq!(changed["a"], json!(7));
+        assert_eq!(
+            changed.remove_with("m", |t| serde_json::from_str::<Value>(t)).and_then(Result::ok),
+            Some(json!("é\n"))
+        );
+        assert_eq!(changed.remove("z"), expected.get("z").cloned());
+        assert_eq!(changed.insert("dup".into(), json!(3)), Some(json!(2)));
+        assert_eq!(changed.into_map().len(), 3);
+        assert_eq!(extra.into_map(), expected);
+    }
+
+    /// Synthetic: text the check refuses is left for a whole parse.
+    #[test]
+    fn refused_text_is_none() {
+        assert!(Extra::from_object_text("[1]").is_none());
+        assert!(Extra::from_object_text(r#"{"a": NaN}"#).is_none());
+        assert!(Extra::from_object_text(r#"{"a": "\ud800"}"#).is_none());
+    }
+}

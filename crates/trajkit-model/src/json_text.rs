@@ -1,0 +1,647 @@
+//! JSON text kept as text: a check, without building anything, that the text is what
+//! serde_json parses into a `Value` (it finds the members of an object on the way), and the
+//! canonical JSON of such text written straight from it, the bytes that parsing it into a
+//! `Value` and writing that with `compact` would give.
+//!
+//! The check is stricter than serde_json where exactness would cost code: nesting deeper
+//! than `MAX_DEPTH`, a lone surrogate escape, a number with an exponent that reads as zero
+//! or near the ends of `f64`. Text it refuses is parsed whole by the caller, which gives
+//! serde_json's own result or error; text it accepts parses member by member into the
+//! `Value`s serde_json builds from the whole.
+
+use std::borrow::Cow;
+
+use serde::ser::Error as _;
+
+use crate::compact::write_str;
+
+/// Deeper nesting is left to serde_json (its limit is 128 levels, the object counted).
+const MAX_DEPTH: usize = 100;
+
+/// The members of the object `text` (names decoded, values as their text), or `None` when
+/// the text is not one JSON object or the check refuses it.
+pub(crate) fn object_members(text: &str) -> Option<Vec<(Cow<'_, str>, &str)>> {
+    let mut s = Scanner { b: text.as_bytes(), i: 0 };
+    s.ws();
+    s.expect(b'{')?;
+    let mut members = Vec::new();
+    s.ws();
+    if s.peek() == Some(b'}') {
+        s.i += 1;
+    } else {
+        loop {
+            s.ws();
+            let key = s.key(text)?;
+            s.ws();
+            let start = s.i;
+            s.value()?;
+            members.push((key, text.get(start..s.i)?));
+            s.ws();
+            match s.next()? {
+                b',' => {}
+                b'}' => break,
+                _ => return None,
+            }
+        }
+    }
+    s.ws();
+    (s.i == s.b.len()).then_some(members)
+}
+
+/// Appends the canonical JSON of `text`, a value `object_members` accepted (alone or as a
+/// member); an error only if it was not.
+pub(crate) fn write_canonical(out: &mut Vec<u8>, text: &str) -> Result<(), serde_json::Error> {
+    let mut s = Scanner { b: text.as_bytes(), i: 0 };
+    s.ws();
+    s.write_value(out, text, 0)
+        .ok_or_else(|| serde_json::Error::custom("JSON text kept for `extra` does not parse"))?;
+    s.ws();
+    (s.i == s.b.len()).then_some(()).ok_or_else(|| serde_json::Error::custom("trailing characters after JSON text"))
+}
+
+struct Scanner<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl Scanner<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    fn next(&mut self) -> Option<u8> {
+        let c = self.peek()?;
+        self.i += 1;
+        Some(c)
+    }
+
+    fn expect(&mut self, c: u8) -> Option<()> {
+        (self.next()? == c).then_some(())
+    }
+
+    fn ws(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\n' | b'\r' | b'\t')) {
+            self.i += 1;
+        }
+    }
+
+    /// A member name and its colon; the name decoded when it holds an escape.
+    fn key<'t>(&mut self, text: &'t str) -> Option<Cow<'t, str>> {
+        let key = self.decoded_string(text)?;
+        self.ws();
+        self.expect(b':')?;
+        self.ws();
+        Some(key)
+    }
+
+    /// One value starting here (whitespace before it already skipped); a member value
+    /// sits one level inside the object.
+    fn value(&mut self) -> Option<()> {
+        // The closing bracket of each open container, innermost last.
+        let mut open: Vec<u8> = Vec::new();
+        'value: loop {
+            match self.peek()? {
+                c @ (b'{' | b'[') => {
+                    self.i += 1;
+                    if open.len() + 2 > MAX_DEPTH {
+                        return None;
+                    }
+                    let close = if c == b'{' { b'}' } else { b']' };
+                    self.ws();
+                    if self.peek() == Some(close) {
+                        self.i += 1;
+                    } else {
+                        open.push(close);
+                        if close == b'}' {
+                            self.key_only()?;
+                        }
+                        continue 'value;
+                    }
+                }
+                b'"' => {
+                    self.i += 1;
+                    self.string()?;
+                }
+                b'-' | b'0'..=b'9' => self.number()?,
+                b't' => self.literal(b"true")?,
+                b'f' => self.literal(b"false")?,
+                b'n' => self.literal(b"null")?,
+                _ => return None,
+            }
+            // A value is complete: close containers or go on to the next element.
+            loop {
+                let Some(&close) = open.last() else { return Some(()) };
+                self.ws();
+                match self.next()? {
+                    b',' => {
+                        self.ws();
+                        if close == b'}' {
+                            self.key_only()?;
+                        }
+                        continue 'value;
+                    }
+                    c if c == close => {
+                        open.pop();
+                    }
+                    _ => return None,
+                }
+            }
+        }
+    }
+
+    /// A member name inside a value and its colon (not decoded: only checked).
+    fn key_only(&mut self) -> Option<()> {
+        self.expect(b'"')?;
+        self.string()?;
+        self.ws();
+        self.expect(b':')?;
+        self.ws();
+        Some(())
+    }
+
+    /// Moves past the rest of a string whose opening quote is behind; true when it held
+    /// an escape.
+    fn string(&mut self) -> Option<bool> {
+        let b = self.b;
+        let mut i = self.i;
+        let mut escaped = false;
+        loop {
+            while let Some(chunk) = b.get(i..i + 8) {
+                let special = special_bytes(u64::from_le_bytes(chunk.try_into().ok()?));
+                if special != 0 {
+                    i += (special.trailing_zeros() / 8) as usize;
+                    break;
+                }
+                i += 8;
+            }
+            match *b.get(i)? {
+                b'"' => {
+                    self.i = i + 1;
+                    return Some(escaped);
+                }
+                b'\\' => {
+                    escaped = true;
+                    i = escape(b, i + 1)?;
+                }
+                c if c < 0x20 => return None,
+                _ => i += 1,
+            }
+        }
+    }
+
+    /// Writes the value starting here in canonical form: objects with their members sorted
+    /// by name (the last of a repeated name kept), no whitespace, strings escaped as
+    /// `compact` escapes them, numbers as serde_json reads and writes them.
+    fn write_value(&mut self, out: &mut Vec<u8>, text: &str, depth: usize) -> Option<()> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        match self.peek()? {
+            b'{' => self.write_object(out, text, depth),
+            b'[' => {
+                self.i += 1;
+                out.push(b'[');
+                self.ws();
+                if self.peek() == Some(b']') {
+                    self.i += 1;
+                    out.push(b']');
+                    return Some(());
+                }
+                loop {
+                    self.write_value(out, text, depth + 1)?;
+                    self.ws();
+                    match self.next()? {
+                        b',' => {
+                            out.push(b',');
+                            self.ws();
+                        }
+                        b']' => {
+                            out.push(b']');
+                            return Some(());
+                        }
+                        _ => return None,
+                    }
+                }
+            }
+            b'"' => {
+                let start = self.i;
+                self.i += 1;
+                if self.string()? {
+                    write_escaped(out, self.b.get(start + 1..self.i - 1)?)
+                } else {
+                    // No escape and (checked) no control character: already canonical.
+                    out.extend_from_slice(self.b.get(start..self.i)?);
+                    Some(())
+                }
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = self.i;
+                self.number()?;
+                write_number(out, text.get(start..self.i)?)
+            }
+            b't' | b'f' | b'n' => {
+                let start = self.i;
+                let word: &[u8] = match self.peek()? {
+                    b't' => b"true",
+                    b'f' => b"false",
+                    _ => b"null",
+                };
+                self.literal(word)?;
+                out.extend_from_slice(self.b.get(start..self.i)?);
+                Some(())
+            }
+            _ => None,
+        }
+    }
+
+    /// An object: its members written as they come; when their names were not in strictly
+    /// increasing order, written again sorted (the last of a repeated name kept).
+    fn write_object(&mut self, out: &mut Vec<u8>, text: &str, depth: usize) -> Option<()> {
+        self.i += 1;
+        self.ws();
+        let object = out.len();
+        out.push(b'{');
+        if self.peek() == Some(b'}') {
+            self.i += 1;
+            out.push(b'}');
+            return Some(());
+        }
+        // Each member's name and the range of its value in `out`.
+        let mut members: Vec<(Cow<'_, str>, std::ops::Range<usize>)> = Vec::new();
+        let mut sorted = true;
+        loop {
+            self.ws();
+            let key = self.decoded_string(text)?;
+            self.ws();
+            self.expect(b':')?;
+            self.ws();
+            if let Some((last, _)) = members.last() {
+                sorted &= *last < key;
+                out.push(b',');
+            }
+            write_str(out, &key);
+            out.push(b':');
+            let start = out.len();
+            self.write_value(out, text, depth + 1)?;
+            members.push((key, start..out.len()));
+            self.ws();
+            match self.next()? {
+                b',' => {}
+                b'}' => break,
+                _ => return None,
+            }
+        }
+        if sorted {
+            out.push(b'}');
+            return Some(());
+        }
+        let written = out.split_off(object);
+        // Stable: of members with one name, the last in the text is the last in its run.
+        members.sort_by(|a, b| a.0.cmp(&b.0));
+        out.push(b'{');
+        let mut first = true;
+        for (n, (key, range)) in members.iter().enumerate() {
+            if members.get(n + 1).is_some_and(|next| next.0 == *key) {
+                continue;
+            }
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            write_str(out, key);
+            out.push(b':');
+            out.extend_from_slice(written.get(range.start - object..range.end - object)?);
+        }
+        out.push(b'}');
+        Some(())
+    }
+
+    /// A string starting here, its escapes decoded (by serde_json, so exactly as it would).
+    fn decoded_string<'t>(&mut self, text: &'t str) -> Option<Cow<'t, str>> {
+        let start = self.i;
+        self.expect(b'"')?;
+        let escaped = self.string()?;
+        let quoted = text.get(start..self.i)?;
+        if escaped {
+            serde_json::from_str::<String>(quoted).ok().map(Cow::Owned)
+        } else {
+            quoted.get(1..quoted.len() - 1).map(Cow::Borrowed)
+        }
+    }
+
+    /// A number in JSON's grammar; one serde_json might read as out of range (or round to
+    /// zero) is refused.
+    fn number(&mut self) -> Option<()> {
+        let start = self.i;
+        if self.peek() == Some(b'-') {
+            self.i += 1;
+        }
+        let mut digits = match self.next()? {
+            b'0' => 1,
+            b'1'..=b'9' => 1 + self.digits(),
+            _ => return None,
+        };
+        if self.peek() == Some(b'.') {
+            self.i += 1;
+            let fraction = self.digits();
+            if fraction == 0 {
+                return None;
+            }
+            digits += fraction;
+        }
+        let mut exponent = false;
+        if matches!(self.peek(), Some(b'e' | b'E')) {
+            self.i += 1;
+            if matches!(self.peek(), Some(b'+' | b'-')) {
+                self.i += 1;
+            }
+            if self.digits() == 0 {
+                return None;
+            }
+            exponent = true;
+        }
+        if exponent || digits > 300 {
+            let f: f64 = std::str::from_utf8(self.b.get(start..self.i)?).ok()?.parse().ok()?;
+            if !(f != 0.0 && f.abs() > 1e-300 && f.abs() < 1e300) {
+                return None;
+            }
+        }
+        Some(())
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.i;
+        while matches!(self.peek(), Some(b'0'..=b'9')) {
+            self.i += 1;
+        }
+        self.i - start
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        (self.b.get(self.i..self.i + word.len())? == word).then(|| self.i += word.len())
+    }
+}
+
+/// A number token as serde_json reads it into a `Value` and `compact` writes it: an
+/// integer of up to 18 digits is its own text, a fraction or exponent a float re-printed
+/// in shortest form; other integers go through serde_json's `Number` (`-0` is the float
+/// `-0.0`, integers beyond 64 bits become floats).
+fn write_number(out: &mut Vec<u8>, token: &str) -> Option<()> {
+    let digits = token.strip_prefix('-').unwrap_or(token);
+    if digits.len() <= 18 && digits.bytes().all(|c| c.is_ascii_digit()) && token != "-0" {
+        out.extend_from_slice(token.as_bytes());
+        return Some(());
+    }
+    if token.bytes().any(|c| matches!(c, b'.' | b'e' | b'E')) {
+        // serde_json (with `float_roundtrip`) and `str::parse` both round correctly.
+        let f: f64 = token.parse().ok().filter(|f: &f64| f.is_finite())?;
+        out.extend_from_slice(zmij::Buffer::new().format_finite(f).as_bytes());
+        return Some(());
+    }
+    let number: serde_json::Number = serde_json::from_str(token).ok()?;
+    crate::compact::to_writer(out, &number).ok()
+}
+
+/// Writes a string's content that holds escapes (`raw`, between the quotes, as checked by
+/// `Scanner::string`) with `compact`'s escapes: `\"`, `\\` and control characters escaped
+/// (`\n` and the like, else `\u00XX`), everything else as UTF-8. That is what decoding it
+/// and writing the result with `write_str` gives, without the decoded copy.
+fn write_escaped(out: &mut Vec<u8>, raw: &[u8]) -> Option<()> {
+    out.push(b'"');
+    let mut run = 0;
+    let mut i = 0;
+    while let Some(at) = raw.get(i..).and_then(|rest| rest.iter().position(|&c| c == b'\\')) {
+        let at = i + at;
+        out.extend_from_slice(raw.get(run..at)?);
+        i = at + 2;
+        let c = match *raw.get(at + 1)? {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            _ => {
+                let unit = hex4(raw, at + 2)?;
+                i = at + 6;
+                let code = if (0xD800..=0xDBFF).contains(&unit) {
+                    let low = hex4(raw, at + 8)?;
+                    i = at + 12;
+                    0x10000 + ((unit - 0xD800) << 10) + (low.checked_sub(0xDC00)?)
+                } else {
+                    unit
+                };
+                char::from_u32(code)?
+            }
+        };
+        if c < ' ' || c == '"' || c == '\\' {
+            out.extend_from_slice(crate::compact::escape_of(c as u8));
+        } else {
+            out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+        }
+        run = i;
+    }
+    out.extend_from_slice(raw.get(run..)?);
+    out.push(b'"');
+    Some(())
+}
+
+/// Checks the escape after a backslash at `i - 1`; returns the index after it. A surrogate
+/// must come as a high-low pair.
+fn escape(b: &[u8], i: usize) -> Option<usize> {
+    match *b.get(i)? {
+        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Some(i + 1),
+        b'u' => match hex4(b, i + 1)? {
+            0xD800..=0xDBFF if b.get(i + 5..i + 7) == Some(b"\\u") => {
+                hex4(b, i + 7).filter(|low| (0xDC00..=0xDFFF).contains(low)).map(|_| i + 11)
+            }
+            0xD800..=0xDFFF => None,
+            _ => Some(i + 5),
+        },
+        _ => None,
+    }
+}
+
+/// Four hex digits at `i`.
+fn hex4(b: &[u8], i: usize) -> Option<u32> {
+    b.get(i..i + 4)?.iter().try_fold(0, |n, c| Some(n * 16 + char::from(*c).to_digit(16)?))
+}
+
+/// The high bit of each byte of `word` that is a quote, a backslash or a control
+/// character; exact up to the lowest one set (borrows may mark bytes above it).
+fn special_bytes(word: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    zero(word ^ (ONES * u64::from(b'"')))
+        | zero(word ^ (ONES * u64::from(b'\\')))
+        | (word.wrapping_sub(ONES * 0x20) & !word & HIGH)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Map, Value};
+
+    /// What the members parse to, as one object; `None` when the check refuses the text.
+    fn members_value(text: &str) -> Option<Value> {
+        let members = object_members(text)?;
+        let mut map = Map::new();
+        for (k, v) in members {
+            map.insert(k.into_owned(), serde_json::from_str(v).expect("an accepted member parses"));
+        }
+        Some(Value::Object(map))
+    }
+
+    /// Accepted text parses to what serde_json builds from the whole, and its canonical
+    /// JSON written from the text is the canonical JSON of that `Value`.
+    fn accepted(text: &str) {
+        let whole: Value = serde_json::from_str(text).expect("serde_json parses it");
+        assert_eq!(members_value(text).as_ref(), Some(&whole), "{text}");
+        let mut ours = Vec::new();
+        write_canonical(&mut ours, text).expect("accepted text is written");
+        let mut theirs = Vec::new();
+        crate::compact::to_writer(&mut theirs, &whole).expect("a value is written");
+        assert_eq!(String::from_utf8_lossy(&ours), String::from_utf8_lossy(&theirs), "{text}");
+    }
+
+    fn refused(text: &str) {
+        assert_eq!(object_members(text), None, "{text}");
+    }
+
+    /// Synthetic: each JSON rule the check enforces, one text each.
+    #[test]
+    fn grammar() {
+        accepted("{}");
+        accepted(" { } \n");
+        accepted(r#"{"a":1,"b":[1,2,{"c":null}],"d":{"e":[]},"f":"x\"y\\z\u00e9\n","g":true,"h":false}"#);
+        accepted(r#"{ "a" : -0.5e-3 , "b" : [ ] , "c" : { } , "d":0,"e":-0,"f":1E+2}"#);
+        accepted(r#"{"a":1,"a":2}"#);
+        accepted(r#"{"k\"ey":"\ud83d\ude00","\u00e9":"é"}"#);
+        accepted(
+            r#"{"n":[-0,0,1.0,1e2,1E+2,-1.5e-7,0.1,12345678901234567890,123456789012345678,-9223372036854775809]}"#,
+        );
+        accepted(r#"{"z":{"b":1,"a":[{"d":2,"c":3,"d":4}],"b":5},"\u00e9":"\/\u0001\b\f","a":"\u20ac"}"#);
+        accepted(r#"{"a":"0123456789abcdef0123456789","b":"\t"}"#.replace("\\t", "\\t").as_str());
+        for bad in [
+            "",
+            "[]",
+            "1",
+            "{",
+            "}",
+            r#"{"a"}"#,
+            r#"{"a":}"#,
+            r#"{"a":1,}"#,
+            r#"{"a":[1,]}"#,
+            r#"{"a":[1 2]}"#,
+            r#"{"a":01}"#,
+            r#"{"a":1.}"#,
+            r#"{"a":.5}"#,
+            r#"{"a":1e}"#,
+            r#"{"a":+1}"#,
+            r#"{"a":tru}"#,
+            r#"{"a":nul}"#,
+            r#"{"a":"x}"#,
+            r#"{"a":"\x"}"#,
+            r#"{"a":"\u12"}"#,
+            r#"{"a":1}x"#,
+            r#"{"a":1}}"#,
+            r#"{"a":[}"#,
+            r#"{"a":{]}"#,
+            r#"{a:1}"#,
+            r#"{"a":NaN}"#,
+            r#"{"a":Infinity}"#,
+            "{\"a\":\"\u{1}\"}",
+            "{\"a\":\"x\ny\"}",
+        ] {
+            refused(bad);
+            assert!(serde_json::from_str::<Value>(bad).map(|v| !v.is_object()).unwrap_or(true), "{bad}");
+        }
+    }
+
+    /// Synthetic: where the check is stricter than serde_json (the caller parses those whole).
+    #[test]
+    fn stricter_than_serde_json() {
+        refused(r#"{"a":"\ud800"}"#);
+        refused(r#"{"a":"\udc00x"}"#);
+        refused(r#"{"a":1e400}"#);
+        refused(r#"{"a":1e-400}"#);
+        refused(r#"{"a":0e0}"#);
+        refused(&format!("{{\"a\":{}}}", "9".repeat(400)));
+        let deep = |n: usize| format!("{{\"a\":{}1{}}}", "[".repeat(n), "]".repeat(n));
+        accepted(&deep(MAX_DEPTH - 1));
+        refused(&deep(MAX_DEPTH));
+        refused(&deep(10_000));
+        accepted(&format!("{{\"a\":{}}}", "9".repeat(300)));
+        accepted(r#"{"a":1.5e299,"b":-2e-299}"#);
+    }
+
+    /// Synthetic: every split of a string across the eight-byte steps finds its end.
+    #[test]
+    fn strings_of_every_length_and_escape_position() {
+        for len in 0..40 {
+            for at in 0..len {
+                for special in ["\\\"", "\\\\", "\\n", "\\u00e9", "é"] {
+                    let mut s: String = "x".repeat(len);
+                    s.replace_range(at..at + 1, special);
+                    accepted(&format!("{{\"k\":\"{s}\",\"n\":1}}"));
+                }
+                let mut raw: Vec<u8> = vec![b'x'; len];
+                raw[at] = 0x1f;
+                refused(&format!("{{\"k\":\"{}\"}}", String::from_utf8(raw).expect("ascii")));
+            }
+        }
+    }
+
+    /// Synthetic: numbers in many spellings (a fixed-seed generator) are written as serde_json
+    /// reads and writes them.
+    #[test]
+    fn numbers_are_written_as_serde_json_writes_them() {
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut tokens = Vec::new();
+        for _ in 0..3000 {
+            let f = f64::from_bits(next());
+            if f.is_finite() && f.abs() > 1e-290 && f.abs() < 1e290 {
+                tokens.push(format!("{f}"));
+                tokens.push(format!("{f:e}"));
+                tokens.push(format!("{f:.3}"));
+            }
+            let n = next();
+            tokens.push(format!("{}", n % 1_000_000));
+            tokens.push(format!("-{}", n));
+            tokens.push(format!("{}.{}E-{}", n % 1000, n % 97, n % 300));
+            tokens.push(format!("{}{}", n, n % 1000));
+        }
+        for token in tokens {
+            accepted(&format!("{{\"n\":{token}}}"));
+        }
+    }
+
+    /// Real NeMo Gym, ATIF and canonical lines: every one is accepted and parses the same.
+    #[test]
+    fn real_lines_parse_the_same() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/real");
+        let mut lines = 0;
+        for dir in ["gym", "atif", "tau2", "inspect"] {
+            let Ok(entries) = std::fs::read_dir(format!("{root}/{dir}")) else { continue };
+            for entry in entries.flatten() {
+                let Ok(text) = std::fs::read_to_string(entry.path()) else { continue };
+                let lines_file = entry.path().extension().is_some_and(|e| e == "jsonl");
+                let docs: Vec<&str> = if lines_file { text.lines().collect() } else { vec![text.as_str()] };
+                for doc in docs.into_iter().filter(|d| serde_json::from_str::<Value>(d).is_ok_and(|v| v.is_object())) {
+                    accepted(doc);
+                    lines += 1;
+                }
+            }
+        }
+        assert!(lines > 10, "{lines} real documents");
+    }
+}
