@@ -165,7 +165,25 @@ fn same_parse(text: &[u8]) -> bool {
     assert!(ours == theirs, "parse_text and serde_json give different values");
     let json = |v: &Option<serde_json::Value>| v.as_ref().and_then(|v| serde_json::to_string(v).ok());
     assert!(json(&ours) == json(&theirs), "parse_text and serde_json serialize differently");
+    same_as_text(text, theirs.as_ref());
     ours.is_some()
+}
+
+/// Panics when an object `Extra` keeps member by member as text is not the object serde_json
+/// parses, or its canonical JSON written from the text differs from that of the `Value`.
+fn same_as_text(text: &[u8], theirs: Option<&serde_json::Value>) {
+    let Some(extra) = std::str::from_utf8(text).ok().and_then(trajkit_model::Extra::from_object_text) else {
+        return;
+    };
+    let Some(serde_json::Value::Object(map)) = theirs else {
+        panic!("Extra kept text that serde_json does not parse as an object");
+    };
+    let written = trajkit_model::compact::to_string(&extra).ok();
+    assert!(
+        written == trajkit_model::compact::to_string(map).ok(),
+        "Extra written from text differs from the parsed object"
+    );
+    assert!(extra == trajkit_model::Extra::from(map.clone()), "Extra kept as text reads differently");
 }
 
 /// An error message without its path and numbers: the class of problem.

@@ -232,7 +232,7 @@ mod synthetic {
         assert!(!t.extra.contains_key("test_category"), "derived values are not source fields");
         // Every figure of the FC row is on a step: the lists are not repeated.
         let t = &c.trajectories[1];
-        assert!(["input_token_count", "output_token_count", "latency"].iter().all(|k| !t.extra.contains_key(*k)));
+        assert!(["input_token_count", "output_token_count", "latency"].iter().all(|k| !t.extra.contains_key(k)));
         assert_eq!(t.task.id.as_deref(), Some("multi_turn_base_0"));
     }
 
