@@ -1,7 +1,8 @@
 //! JSON text kept as text: a check, without building anything, that the text is what
 //! serde_json parses into a `Value` (it finds the members of an object on the way), and the
 //! canonical JSON of such text written straight from it, the bytes that parsing it into a
-//! `Value` and writing that with `compact` would give.
+//! `Value` and writing that with `compact` would give. `unescape` decodes one escape for
+//! them and for redaction's span mapping.
 //!
 //! The check is stricter than serde_json where exactness would cost code: nesting deeper
 //! than `MAX_DEPTH`, a lone surrogate escape, a number with an exponent that reads as zero
@@ -187,7 +188,11 @@ impl Scanner<'_> {
                 }
                 b'\\' => {
                     escaped = true;
-                    i = escape(b, i + 1)?;
+                    // The one-letter escapes need no decoding to be checked.
+                    i += match b.get(i + 1) {
+                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => 2,
+                        _ => unescape(b, i)?.1,
+                    };
                 }
                 c if c < 0x20 => return None,
                 _ => i += 1,
@@ -419,29 +424,8 @@ fn write_escaped(out: &mut Vec<u8>, raw: &[u8]) -> Option<()> {
     while let Some(at) = raw.get(i..).and_then(|rest| rest.iter().position(|&c| c == b'\\')) {
         let at = i + at;
         out.extend_from_slice(raw.get(run..at)?);
-        i = at + 2;
-        let c = match *raw.get(at + 1)? {
-            b'"' => '"',
-            b'\\' => '\\',
-            b'/' => '/',
-            b'b' => '\u{8}',
-            b'f' => '\u{c}',
-            b'n' => '\n',
-            b'r' => '\r',
-            b't' => '\t',
-            _ => {
-                let unit = hex4(raw, at + 2)?;
-                i = at + 6;
-                let code = if (0xD800..=0xDBFF).contains(&unit) {
-                    let low = hex4(raw, at + 8)?;
-                    i = at + 12;
-                    0x10000 + ((unit - 0xD800) << 10) + (low.checked_sub(0xDC00)?)
-                } else {
-                    unit
-                };
-                char::from_u32(code)?
-            }
-        };
+        let (c, len) = unescape(raw, at)?;
+        i = at + len;
         if c < ' ' || c == '"' || c == '\\' {
             out.extend_from_slice(crate::compact::escape_of(c as u8));
         } else {
@@ -454,20 +438,37 @@ fn write_escaped(out: &mut Vec<u8>, raw: &[u8]) -> Option<()> {
     Some(())
 }
 
-/// Checks the escape after a backslash at `i - 1`; returns the index after it. A surrogate
-/// must come as a high-low pair.
-fn escape(b: &[u8], i: usize) -> Option<usize> {
-    match *b.get(i)? {
-        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Some(i + 1),
-        b'u' => match hex4(b, i + 1)? {
-            0xD800..=0xDBFF if b.get(i + 5..i + 7) == Some(b"\\u") => {
-                hex4(b, i + 7).filter(|low| (0xDC00..=0xDFFF).contains(low)).map(|_| i + 11)
+/// The character the JSON escape whose backslash is at `i` stands for, and the escape's
+/// length in bytes; `None` for an escape JSON does not have or a surrogate not in a
+/// high-low pair.
+pub fn unescape(raw: &[u8], i: usize) -> Option<(char, usize)> {
+    let c = match *raw.get(i + 1)? {
+        b'"' => '"',
+        b'\\' => '\\',
+        b'/' => '/',
+        b'b' => '\u{8}',
+        b'f' => '\u{c}',
+        b'n' => '\n',
+        b'r' => '\r',
+        b't' => '\t',
+        b'u' => {
+            let unit = hex4(raw, i + 2)?;
+            if !(0xD800..0xDC00).contains(&unit) {
+                // A lone low surrogate is no `char`.
+                return Some((char::from_u32(unit)?, 6));
             }
-            0xD800..=0xDFFF => None,
-            _ => Some(i + 5),
-        },
-        _ => None,
-    }
+            if raw.get(i + 6..i + 8)? != b"\\u" {
+                return None;
+            }
+            let low = hex4(raw, i + 8)?;
+            if !(0xDC00..0xE000).contains(&low) {
+                return None;
+            }
+            return Some((char::from_u32(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))?, 12));
+        }
+        _ => return None,
+    };
+    Some((c, 2))
 }
 
 /// Four hex digits at `i`.

@@ -5,7 +5,7 @@ pub mod canonical;
 pub mod compact;
 pub mod extra;
 pub mod interaction;
-mod json_text;
+pub mod json_text;
 pub mod record;
 pub mod success;
 pub mod time;

@@ -5,6 +5,7 @@
 use std::io::{self, BufRead, Write};
 
 use super::{json_path, Finding, RedactionReport, Redactor, Seg, Span};
+use trajkit_model::json_text::unescape;
 
 /// Where the scanner is in the JSON nesting.
 enum Frame {
@@ -224,43 +225,6 @@ fn decode(raw: &[u8]) -> Option<Decoded> {
     }
     raw_at.push(raw.len());
     Some(Decoded { text, raw_at })
-}
-
-/// The character an escape at `i` stands for and the escape's length in bytes.
-fn unescape(raw: &[u8], i: usize) -> Option<(char, usize)> {
-    let c = match *raw.get(i + 1)? {
-        b'"' => '"',
-        b'\\' => '\\',
-        b'/' => '/',
-        b'b' => '\u{8}',
-        b'f' => '\u{c}',
-        b'n' => '\n',
-        b'r' => '\r',
-        b't' => '\t',
-        b'u' => {
-            let hi = hex4(raw, i + 2)?;
-            if (0xD800..0xDC00).contains(&hi) {
-                if raw.get(i + 6..i + 8)? != b"\\u" {
-                    return None;
-                }
-                let lo = hex4(raw, i + 8)?;
-                if !(0xDC00..0xE000).contains(&lo) {
-                    return None;
-                }
-                let code = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
-                return Some((char::from_u32(code)?, 12));
-            }
-            return Some((char::from_u32(hi)?, 6));
-        }
-        _ => return None,
-    };
-    Some((c, 2))
-}
-
-/// The four hex digits at `at` as a number.
-fn hex4(raw: &[u8], at: usize) -> Option<u32> {
-    let digits = std::str::from_utf8(raw.get(at..at + 4)?).ok()?;
-    u32::from_str_radix(digits, 16).ok()
 }
 
 /// Length of the UTF-8 sequence a lead byte starts (1 for a stray byte, which then fails).
