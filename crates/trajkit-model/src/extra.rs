@@ -133,42 +133,9 @@ impl Extra {
         self.iter().map(|(k, _)| k)
     }
 
-    pub fn values(&self) -> impl Iterator<Item = &Value> {
-        self.iter().map(|(_, v)| v)
-    }
-
     /// Members in name order (each read from its text if it is still text).
     pub fn iter(&self) -> Iter<'_> {
         Iter { values: self.values.iter().peekable(), texts: self.texts.iter().peekable() }
-    }
-
-    /// Members in name order, for changing (none stays text).
-    pub fn iter_mut(&mut self) -> serde_json::map::IterMut<'_> {
-        self.make_values();
-        self.values.iter_mut()
-    }
-
-    pub fn values_mut(&mut self) -> serde_json::map::ValuesMut<'_> {
-        self.make_values();
-        self.values.values_mut()
-    }
-
-    /// Keeps the members for which `keep` is true.
-    pub fn retain(&mut self, keep: impl FnMut(&String, &mut Value) -> bool) {
-        self.make_values();
-        self.values.retain(keep);
-    }
-
-    /// Moves every member of `other` into `self` (a member of both takes `other`'s).
-    pub fn append(&mut self, other: &mut Extra) {
-        for key in other.values.keys() {
-            self.texts.remove(key);
-        }
-        for key in other.texts.keys() {
-            self.values.remove(key);
-        }
-        self.values.append(&mut other.values);
-        self.texts.append(&mut other.texts);
     }
 
     /// A JSON object of the members.
