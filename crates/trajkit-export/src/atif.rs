@@ -139,8 +139,8 @@ fn tool_call(c: &ToolCall, step_id: usize, k: usize) -> Value {
         extra.insert("trajkit_generated_id".into(), Value::Bool(true));
         format!("call-{step_id}-{k}")
     });
-    let arguments = match &c.arguments {
-        Value::Object(_) if !c.arguments_invalid => c.arguments.clone(),
+    let arguments = match c.arguments.value() {
+        Value::Object(_) if !c.arguments_invalid => c.arguments.value().clone(),
         other => {
             extra.insert("trajkit_arguments".into(), other.clone());
             if c.arguments_invalid {
@@ -215,7 +215,7 @@ fn step(s: &Step, step_id: usize) -> (Map<String, Value>, HashSet<String>) {
     if s.subagent {
         extra.insert("is_sidechain".into(), Value::Bool(true));
     }
-    o.insert("message".into(), content(s.content.as_ref(), &mut extra, "trajkit_message"));
+    o.insert("message".into(), content(s.content.as_deref(), &mut extra, "trajkit_message"));
     match s.timestamp.as_deref() {
         Some(ts) if valid_timestamp(ts) => {
             o.insert("timestamp".into(), Value::String(ts.into()));

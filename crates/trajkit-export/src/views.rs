@@ -148,7 +148,7 @@ pub fn is_decision(step: &Step) -> bool {
         && !step.copied_context
         && !step.subagent
         && step.authorship == Authorship::Declared
-        && (!step.tool_calls.is_empty() || step.content.as_ref().is_some_and(has_text))
+        && (!step.tool_calls.is_empty() || step.content.as_deref().is_some_and(has_text))
 }
 
 fn has_text(v: &Value) -> bool {
@@ -186,7 +186,7 @@ pub fn content_text(v: Option<&Value>, non_text: &mut u64) -> String {
 }
 
 fn call_of(c: &trajkit_model::ToolCall) -> Call {
-    let arguments = match (&c.arguments, c.arguments_invalid) {
+    let arguments = match (c.arguments.value(), c.arguments_invalid) {
         (Value::String(raw), true) => raw.clone(),
         (v, _) => v.to_string(),
     };
@@ -214,14 +214,14 @@ pub fn tokens_of(step: &Step) -> Option<Tokens> {
 }
 
 fn tool_message(r: &ToolResult, non_text: &mut u64) -> Message {
-    let mut m = Message::new(MsgRole::Tool, content_text(r.content.as_ref(), non_text));
+    let mut m = Message::new(MsgRole::Tool, content_text(r.content.as_deref(), non_text));
     m.tool_call_id = r.call_id.clone();
     m
 }
 
 /// The assistant message of a step (without its results).
 fn assistant_message(step: &Step, notes: &mut Notes) -> Message {
-    let mut m = Message::new(MsgRole::Assistant, content_text(step.content.as_ref(), &mut notes.non_text_parts));
+    let mut m = Message::new(MsgRole::Assistant, content_text(step.content.as_deref(), &mut notes.non_text_parts));
     m.reasoning = step.reasoning.clone().filter(|r| !r.is_empty());
     m.tool_calls = step.tool_calls.iter().map(call_of).collect();
     m.tokens = tokens_of(step);
@@ -243,7 +243,7 @@ fn step_messages(step: &Step, notes: &mut Notes) -> Vec<Message> {
             out.extend(step.tool_results.iter().map(|r| tool_message(r, &mut notes.non_text_parts)));
         }
         Role::Tool => {
-            let text = content_text(step.content.as_ref(), &mut notes.non_text_parts);
+            let text = content_text(step.content.as_deref(), &mut notes.non_text_parts);
             if !text.is_empty() {
                 out.push(Message::new(MsgRole::Tool, text));
             }
@@ -251,8 +251,10 @@ fn step_messages(step: &Step, notes: &mut Notes) -> Vec<Message> {
         }
         Role::System | Role::User | Role::Environment => {
             let role = if step.role == Role::System { MsgRole::System } else { MsgRole::User };
-            let mut parts = vec![content_text(step.content.as_ref(), &mut notes.non_text_parts)];
-            parts.extend(step.tool_results.iter().map(|r| content_text(r.content.as_ref(), &mut notes.non_text_parts)));
+            let mut parts = vec![content_text(step.content.as_deref(), &mut notes.non_text_parts)];
+            parts.extend(
+                step.tool_results.iter().map(|r| content_text(r.content.as_deref(), &mut notes.non_text_parts)),
+            );
             let text = parts.into_iter().filter(|p| !p.is_empty()).collect::<Vec<_>>().join("\n\n");
             if !text.is_empty() {
                 out.push(Message::new(role, text));
@@ -268,7 +270,7 @@ fn boundary_summary(step: &Step, notes: &mut Notes) -> Option<Message> {
     let texts: Vec<String> = step
         .tool_results
         .iter()
-        .map(|r| content_text(r.content.as_ref(), &mut notes.non_text_parts))
+        .map(|r| content_text(r.content.as_deref(), &mut notes.non_text_parts))
         .filter(|t| !t.is_empty())
         .collect();
     (!texts.is_empty()).then(|| Message::new(MsgRole::System, texts.join("\n\n")))

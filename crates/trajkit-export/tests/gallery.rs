@@ -240,10 +240,10 @@ fn the_redaction_hook_sees_every_example_before_it_is_rendered() {
         t.task.instruction = Some("[redacted]".into());
         for s in &mut t.steps {
             if s.content.is_some() {
-                s.content = Some("[redacted]".into());
+                s.content = Some(serde_json::Value::from("[redacted]").into());
             }
             for r in &mut s.tool_results {
-                r.content = Some("[redacted]".into());
+                r.content = Some(serde_json::Value::from("[redacted]").into());
             }
         }
     };

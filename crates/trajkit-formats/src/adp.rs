@@ -193,7 +193,7 @@ fn action_step(class: &str, mut item: Map<String, Value>, i: usize, path: &str) 
     let mut step = Step::new(Role::Assistant, take(&mut item, "description"));
     step.reasoning = take_str(&mut item, "reasoning_content");
     step.tool_calls.push(ToolCall {
-        arguments,
+        arguments: arguments.into(),
         arguments_invalid: false,
         extra: call_extra,
         id: Some(id),
@@ -227,7 +227,12 @@ fn observation(
     let call_id = take_str(&mut item, "tool_call_id").or(answered);
     if call_id.is_some() {
         let mut step = Step::new(Role::Tool, None);
-        step.tool_results.push(ToolResult { call_id, content, extra: into_extra(item), subagent_refs: Vec::new() });
+        step.tool_results.push(ToolResult {
+            call_id,
+            content: content.map(Into::into),
+            extra: into_extra(item),
+            subagent_refs: Vec::new(),
+        });
         return Ok(step);
     }
     let role = match item.get("source").and_then(Value::as_str) {

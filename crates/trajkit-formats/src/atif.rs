@@ -1528,7 +1528,7 @@ fn map_step(v: Value) -> Step {
     let mut extra = json::split_fields(m, |key, v| {
         match (key, v) {
             ("source", Value::String(_)) => {}
-            ("message", v) if !v.is_null() => step.content = Some(v),
+            ("message", v) if !v.is_null() => step.content = Some(v.into()),
             ("step_id", v) if !v.is_null() => step.source_id = Some(v),
             ("timestamp", Value::String(s)) => step.timestamp = Some(s),
             ("model_name", Value::String(s)) => step.model = Some(s),
@@ -1556,7 +1556,7 @@ fn map_step(v: Value) -> Step {
 
 fn map_call(v: Value) -> ToolCall {
     let mut call = ToolCall {
-        arguments: Value::Object(Map::new()),
+        arguments: Value::Object(Map::new()).into(),
         arguments_invalid: false,
         extra: Extra::new(),
         id: None,
@@ -1564,12 +1564,12 @@ fn map_call(v: Value) -> ToolCall {
         text_embedded: false,
     };
     let Value::Object(m) = v else {
-        call.arguments = v;
+        call.arguments = v.into();
         return call;
     };
     let extra = json::split_fields(m, |key, v| {
         match (key, v) {
-            ("arguments", v) if !v.is_null() => call.arguments = v,
+            ("arguments", v) if !v.is_null() => call.arguments = v.into(),
             ("tool_call_id", Value::String(s)) => call.id = Some(s),
             ("function_name", Value::String(s)) => call.name = s,
             (_, v) => return Some(v),
@@ -1583,13 +1583,13 @@ fn map_call(v: Value) -> ToolCall {
 fn map_result(v: Value) -> ToolResult {
     let mut result = ToolResult { call_id: None, content: None, extra: Extra::new(), subagent_refs: Vec::new() };
     let Value::Object(m) = v else {
-        result.content = Some(v);
+        result.content = Some(v.into());
         return result;
     };
     let extra = json::split_fields(m, |key, v| {
         match (key, v) {
             ("source_call_id", Value::String(s)) => result.call_id = Some(s),
-            ("content", v) if !v.is_null() => result.content = Some(v),
+            ("content", v) if !v.is_null() => result.content = Some(v.into()),
             (_, v) => return Some(v),
         }
         None
@@ -1653,7 +1653,7 @@ fn task_of(steps: &[Step], short_sha: &str) -> Task {
     let instruction = steps
         .iter()
         .find(|s| s.role == Role::User)
-        .and_then(|s| s.content.as_ref())
+        .and_then(|s| s.content.as_deref())
         .and_then(json::content_text)
         .filter(|t| !t.trim().is_empty());
     Task::keyed(None, None, instruction, None, short_sha)

@@ -362,7 +362,7 @@ fn read_step(
                 let mut s = Step::new(Role::Assistant, content);
                 s.reasoning = take_str(&mut e, "reasoning_content").filter(|r| !r.is_empty());
                 s.metrics = tokens.metrics(t, n);
-                s.tool_calls = structured_calls(s.content.as_ref(), t, n);
+                s.tool_calls = structured_calls(s.content.as_deref(), t, n);
                 if !pre.is_empty() {
                     e.insert("preceding_log".into(), Value::Array(std::mem::take(&mut pre)));
                 }
@@ -404,7 +404,12 @@ fn read_step(
                     .and_then(|c| c.id.clone());
                 results += 1;
                 let mut s = Step::new(Role::Tool, None);
-                s.tool_results.push(ToolResult { call_id, content, extra: into_extra(e), subagent_refs: Vec::new() });
+                s.tool_results.push(ToolResult {
+                    call_id,
+                    content: content.map(Into::into),
+                    extra: into_extra(e),
+                    subagent_refs: Vec::new(),
+                });
                 steps.push(s);
             }
             _ => pre.push(Value::Object(e)),
@@ -438,7 +443,7 @@ fn structured_calls(content: Option<&Value>, t: usize, n: usize) -> Vec<ToolCall
                 other => (other.clone(), false),
             };
             Some(ToolCall {
-                arguments,
+                arguments: arguments.into(),
                 arguments_invalid: invalid,
                 extra: Extra::new(),
                 id: Some(format!("t{t}.s{n}.c{k}")),
@@ -463,7 +468,14 @@ fn text_call(text: &str, id: String) -> ToolCall {
         Some(v) => (Value::Object(v), false),
         None => (Value::String(text.to_string()), true),
     };
-    ToolCall { arguments, arguments_invalid: invalid, extra: Extra::new(), id: Some(id), name, text_embedded: true }
+    ToolCall {
+        arguments: arguments.into(),
+        arguments_invalid: invalid,
+        extra: Extra::new(),
+        id: Some(id),
+        name,
+        text_embedded: true,
+    }
 }
 
 /// A small parser for the Python literals BFCL writes in decoded calls.

@@ -207,7 +207,7 @@ fn sharegpt_step(turn: Value, path: &str, before: &[Step]) -> Result<Step, Probl
             let mut step = Step::new(Role::Assistant, None);
             if calls.is_empty() {
                 // Not a JSON call: the text stays the step's content.
-                step.content = value;
+                step.content = value.map(Into::into);
             } else {
                 step.tool_calls = calls;
             }
@@ -224,7 +224,7 @@ fn sharegpt_step(turn: Value, path: &str, before: &[Step]) -> Result<Step, Probl
             let mut step = Step::new(Role::Tool, None);
             step.tool_results.push(ToolResult {
                 call_id,
-                content: value,
+                content: value.map(Into::into),
                 extra: Extra::new(),
                 subagent_refs: Vec::new(),
             });
@@ -306,7 +306,7 @@ pub(crate) fn first_instruction(steps: &[Step]) -> Option<String> {
         .iter()
         .take_while(|s| s.role != Role::Assistant)
         .find(|s| s.role == Role::User)
-        .and_then(|s| s.content.as_ref().and_then(content_text))
+        .and_then(|s| s.content.as_deref().and_then(content_text))
 }
 
 /// Task of a generic chat row: its `id` column (string or number) and first user
@@ -342,7 +342,7 @@ pub(crate) fn first_user_task(steps: &[Step], sha: &str) -> Task {
     let instruction = steps
         .iter()
         .filter(|s| s.role == Role::User)
-        .find_map(|s| s.content.as_ref().and_then(content_text).filter(|t| !t.trim().is_empty()));
+        .find_map(|s| s.content.as_deref().and_then(content_text).filter(|t| !t.trim().is_empty()));
     session_task(instruction, sha)
 }
 

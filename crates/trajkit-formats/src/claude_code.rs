@@ -375,7 +375,14 @@ fn tool_call(mut block: Map<String, Value>) -> ToolCall {
     let name = take_str(&mut block, "name").unwrap_or_default();
     let arguments = block.remove("input").unwrap_or(Value::Object(Map::new()));
     block.remove("type");
-    ToolCall { arguments, arguments_invalid: false, extra: block.into(), id, name, text_embedded: false }
+    ToolCall {
+        arguments: arguments.into(),
+        arguments_invalid: false,
+        extra: block.into(),
+        id,
+        name,
+        text_embedded: false,
+    }
 }
 
 /// Builds the steps of one scope from its kept lines.
@@ -461,7 +468,7 @@ fn build_scope(tree: &Tree, env: &Envelope) -> Built {
                     Some(Value::String(s)) => vec![serde_json::json!({"type": "text", "text": s})],
                     _ => Vec::new(),
                 };
-                let mut parts: Vec<Value> = match step.content.take() {
+                let mut parts: Vec<Value> = match step.content.take().map(Value::from) {
                     Some(Value::String(s)) => vec![serde_json::json!({"type": "text", "text": s})],
                     Some(Value::Array(a)) => a,
                     _ => Vec::new(),
@@ -500,7 +507,7 @@ fn build_scope(tree: &Tree, env: &Envelope) -> Built {
                         _ => parts.push(Value::Object(b)),
                     }
                 }
-                step.content = content_from_blocks(parts);
+                step.content = content_from_blocks(parts).map(Into::into);
                 msg.remove("role");
                 // Where this line's own values go: the step (first line) or a merged_lines entry.
                 let slot = if continues {
@@ -592,7 +599,7 @@ fn build_scope(tree: &Tree, env: &Envelope) -> Built {
                         }
                         step.tool_results.push(ToolResult {
                             call_id,
-                            content,
+                            content: content.map(Into::into),
                             extra: r.into(),
                             subagent_refs: Vec::new(),
                         });
@@ -751,7 +758,7 @@ fn first_prompt(steps: &[Step]) -> Option<String> {
     steps
         .iter()
         .filter(|s| s.role == Role::User && s.authorship == Authorship::Declared)
-        .find_map(|s| s.content.as_ref().and_then(content_text).filter(|t| !t.trim().is_empty()))
+        .find_map(|s| s.content.as_deref().and_then(content_text).filter(|t| !t.trim().is_empty()))
 }
 
 fn task_of(steps: &[Step], sha: &str) -> Task {

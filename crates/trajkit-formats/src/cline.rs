@@ -150,7 +150,7 @@ fn assistant_step(mut m: Map<String, Value>, at: usize, model: &mut Option<Strin
                 let name = take_str(&mut b, "name").unwrap_or_default();
                 let arguments = b.remove("input").unwrap_or_else(|| Value::Object(Map::new()));
                 step.tool_calls.push(ToolCall {
-                    arguments,
+                    arguments: arguments.into(),
                     arguments_invalid: false,
                     extra: b.into(),
                     id,
@@ -178,7 +178,7 @@ fn assistant_step(mut m: Map<String, Value>, at: usize, model: &mut Option<Strin
             step.tool_calls.push(ToolCall { id: Some(format!("text-call-{at}-{k}")), ..call });
         }
     }
-    step.content = content_of(parts);
+    step.content = content_of(parts).map(Into::into);
     if let Some(Value::Object(mut info)) = m.remove("modelInfo") {
         if let Some(id) = take_str(&mut info, "modelId") {
             match model {
@@ -249,7 +249,7 @@ fn user_steps(mut m: Map<String, Value>, steps: &mut Vec<Step>) {
         {
             if let Some(r) = results.last_mut() {
                 let header = r.content.take().map(|h| serde_json::json!({"type": "text", "text": h}));
-                r.content = Some(Value::Array(header.into_iter().chain([block]).collect()));
+                r.content = Some(Value::Array(header.into_iter().chain([block]).collect()).into());
                 continue;
             }
         }
@@ -281,7 +281,7 @@ fn user_steps(mut m: Map<String, Value>, steps: &mut Vec<Step>) {
         };
         awaiting = content.as_ref().and_then(Value::as_str).is_some_and(|t| t.trim_end().ends_with("] Result:"));
         let call_id = slot.and_then(|k| calls[k].1.clone());
-        results.push(ToolResult { call_id, content, extra, subagent_refs: Vec::new() });
+        results.push(ToolResult { call_id, content: content.map(Into::into), extra, subagent_refs: Vec::new() });
     }
     let had_results = !results.is_empty();
     if had_results {
@@ -307,7 +307,7 @@ fn native_result(mut b: Map<String, Value>) -> ToolResult {
     b.remove("type");
     let call_id = take_str(&mut b, "tool_use_id");
     let content = take(&mut b, "content");
-    ToolResult { call_id, content, extra: b.into(), subagent_refs: Vec::new() }
+    ToolResult { call_id, content: content.map(Into::into), extra: b.into(), subagent_refs: Vec::new() }
 }
 
 /// The tool a result text names: `[name for '...'] Result:`, `[name] Result:` or
@@ -375,7 +375,7 @@ fn push_extra(extra: &mut Extra, key: &str, v: Value) {
 /// The task: the text inside `<task>...</task>` of the first user step (the person's
 /// request), else its whole text; hashed into the key.
 fn task_of(steps: &[Step], sha: &str) -> Task {
-    let first = steps.iter().find(|s| s.role == Role::User).and_then(|s| s.content.as_ref());
+    let first = steps.iter().find(|s| s.role == Role::User).and_then(|s| s.content.as_deref());
     let text = first.and_then(crate::json::content_text);
     let instruction = text.map(|t| match (t.find("<task>"), t.find("</task>")) {
         (Some(a), Some(b)) if a < b => t[a + "<task>".len()..b].trim().to_string(),
@@ -524,7 +524,7 @@ mod xml {
             match found {
                 Some((end, arguments)) => {
                     out.push(ToolCall {
-                        arguments: Value::Object(arguments),
+                        arguments: Value::Object(arguments).into(),
                         arguments_invalid: false,
                         extra: Extra::new(),
                         id: None,
@@ -580,7 +580,7 @@ mod xml {
                         <write_to_file>\n<path>b.txt</path>\n<content>\nline <1>\n</content>\n</write_to_file> <open_tag> <x>y</x";
             let got = calls(text);
             assert_eq!(got.len(), 2);
-            assert_eq!((got[0].name.as_str(), &got[0].arguments), ("read_file", &json!({"path": "src/a.ts"})));
+            assert_eq!((got[0].name.as_str(), got[0].arguments.value()), ("read_file", &json!({"path": "src/a.ts"})));
             assert_eq!(got[1].arguments, json!({"path": "b.txt", "content": "line <1>"}));
             assert!(got.iter().all(|c| c.text_embedded && c.id.is_none()));
             assert!(calls("use <b>bold</b> prose, <read_file>no params</read_file>").is_empty());

@@ -140,7 +140,7 @@ impl Builder {
                 let content = take(&mut item, "content");
                 if role == "assistant" {
                     let step = self.assistant("message", &timestamp);
-                    step.content = content;
+                    step.content = content.map(Into::into);
                     if !item.is_empty() {
                         step.extra.insert("message".into(), Value::Object(item));
                     }
@@ -149,7 +149,7 @@ impl Builder {
                 let r = message_role(&role, &path)?;
                 let mut step = Step::new(r, content);
                 step.timestamp = timestamp;
-                if r == Role::User && is_harness_text(step.content.as_ref()) {
+                if r == Role::User && is_harness_text(step.content.as_deref()) {
                     step.authorship = Authorship::Unknown;
                 }
                 if role == "developer" {
@@ -178,8 +178,11 @@ impl Builder {
                 let id = take_str(&mut item, "call_id");
                 let (arguments, invalid) = match kind.as_str() {
                     "function_call" => crate::json::take_arguments(&mut item),
-                    "custom_tool_call" => (item.remove("input").unwrap_or(Value::Null), false),
-                    _ => (item.remove("action").or_else(|| item.remove("arguments")).unwrap_or(Value::Null), false),
+                    "custom_tool_call" => (item.remove("input").unwrap_or(Value::Null).into(), false),
+                    _ => (
+                        item.remove("action").or_else(|| item.remove("arguments")).unwrap_or(Value::Null).into(),
+                        false,
+                    ),
                 };
                 if kind != "function_call" {
                     item.insert("type".into(), Value::String(kind));
@@ -202,7 +205,12 @@ impl Builder {
                 }
                 let mut step = Step::new(Role::Tool, None);
                 step.timestamp = timestamp;
-                step.tool_results.push(ToolResult { call_id, content, extra: item.into(), subagent_refs: Vec::new() });
+                step.tool_results.push(ToolResult {
+                    call_id,
+                    content: content.map(Into::into),
+                    extra: item.into(),
+                    subagent_refs: Vec::new(),
+                });
                 self.push(step);
             }
             "web_search_call" => {
@@ -416,7 +424,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
                             rest.remove("message");
                             let mut step = Step::new(Role::User, Some(Value::String(text)));
                             step.timestamp = timestamp.clone();
-                            if is_harness_text(step.content.as_ref()) {
+                            if is_harness_text(step.content.as_deref()) {
                                 step.authorship = Authorship::Unknown;
                             }
                             step.extra.insert("source".into(), Value::String("event_msg".into()));
@@ -478,7 +486,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
         steps
             .iter()
             .filter(|s| s.role == Role::User && s.authorship == Authorship::Declared)
-            .find_map(|s| s.content.as_ref().and_then(content_text).filter(|t| !t.trim().is_empty()))
+            .find_map(|s| s.content.as_deref().and_then(content_text).filter(|t| !t.trim().is_empty()))
     });
     let task = Task::keyed(None, None, instruction, None, raw.sha256);
     // A session is one document: its lines are events, never records of their own.

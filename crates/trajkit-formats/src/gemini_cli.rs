@@ -205,12 +205,22 @@ fn tool_call(mut c: Map<String, Value>) -> (ToolCall, Option<ToolResult>) {
             call_extra.insert(k.into(), v);
         }
     }
-    let call =
-        ToolCall { arguments, arguments_invalid: false, extra: call_extra, id: id.clone(), name, text_embedded: false };
+    let call = ToolCall {
+        arguments: arguments.into(),
+        arguments_invalid: false,
+        extra: call_extra,
+        id: id.clone(),
+        name,
+        text_embedded: false,
+    };
     let result = take(&mut c, "result");
     let recorded = result.is_some() || c.contains_key("resultDisplay");
-    let result =
-        recorded.then(|| ToolResult { call_id: id, content: result, extra: c.into(), subagent_refs: Vec::new() });
+    let result = recorded.then(|| ToolResult {
+        call_id: id,
+        content: result.map(Into::into),
+        extra: c.into(),
+        subagent_refs: Vec::new(),
+    });
     (call, result)
 }
 

@@ -5,16 +5,20 @@
 //! docs/formats/gym.md for the mapping, task-key and outcome rules.
 
 use serde_json::{Map, Value};
+use trajkit_model::json_text::{self, Parts, Shape, Split};
+use trajkit_model::node::Node;
 use trajkit_model::{
     Agent, Authorship, Extra, Gap, GapKind, Metrics, Outcome, Role, Step, Task, ToolCall, ToolResult, Trajectory,
     Verification,
 };
 
 use crate::input::InputFile;
-use crate::json::{content_text, into_extra, take, take_f64, take_nonempty_str, take_str, take_u64};
+use crate::json::{
+    content_text, into_extra, take, take_f64, take_lazy, take_lazy_arguments, take_nonempty_str, take_str, take_u64,
+};
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
-use crate::rejection::{json_problem, parse_record, schema, Problem, Reason};
+use crate::rejection::{parse_record, schema, Problem, Reason};
 use crate::responses::{message_role, take_reasoning};
 
 /// Reader for NeMo Gym rollout JSONL.
@@ -70,29 +74,30 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Option<String>
     if raw.bytes.trim_ascii() == PLACEHOLDER {
         return Err(not_a_rollout("placeholder row"));
     }
-    let mut row = row_fields(raw.bytes)?;
-    let mut response = match take_parsed(&mut row, "response")? {
-        Some(Value::Object(r)) => r,
-        None | Some(Value::Null) => return Err(not_a_rollout(classify_non_rollout(&row))),
-        Some(other) => {
-            row.insert("response".into(), other);
-            return Err(schema("$.response", "response must be an object"));
-        }
+    let (mut row, [response, params]) = row_fields(raw.bytes)?;
+    let has_params = params.is_some();
+    let Some(response) = response.filter(|r| !r.is_null()) else {
+        return Err(not_a_rollout(classify_non_rollout(&row, has_params)));
     };
-    let mut params = match take_parsed(&mut row, "responses_create_params")? {
-        Some(Value::Object(p)) => p,
-        None | Some(Value::Null) => Map::new(),
-        Some(_) => return Err(schema("$.responses_create_params", "responses_create_params must be an object")),
+    let (mut response, [output]) =
+        response.into_object(["output"]).map_err(|_| schema("$.response", "response must be an object"))?;
+    let (mut params, [input]) = match params.filter(|p| !p.is_null()) {
+        None => (Extra::new(), [None]),
+        Some(p) => p
+            .into_object(["input"])
+            .map_err(|_| schema("$.responses_create_params", "responses_create_params must be an object"))?,
     };
 
-    let input = input_items(&mut params)?;
+    let input = input_items(input)?;
     let transitions = response.get("contains_transitions").and_then(Value::as_bool) == Some(true);
-    let output = output_items(&mut response, transitions)?;
+    let output = output_items(output, transitions)?;
     // A transition already holds the full model input, request input included.
     let input = if transitions { replayed_input(input, &output)? } else { input };
+    let input: Vec<Option<Extra>> = input.into_iter().map(|i| i.into_extra().ok()).collect();
+    let output: Vec<Option<Extra>> = output.into_iter().map(|i| i.into_extra().ok()).collect();
     let input_len = input.len();
     if input_len > 0 {
-        if let Some(first) = output.first() {
+        if let Some(Some(first)) = output.first() {
             if is_prompt_message(first) {
                 return Err(Problem::new(
                     Reason::AmbiguousHistory,
@@ -151,10 +156,10 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Option<String>
 
     let mut extra = row;
     if !params.is_empty() {
-        extra.insert("responses_create_params".into(), Value::Object(params));
+        extra.insert_lazy("responses_create_params".into(), params.into());
     }
     if !response.is_empty() {
-        extra.insert("response".into(), Value::Object(response));
+        extra.insert_lazy("response".into(), response.into());
     }
     let t = Trajectory {
         agent: Agent { model, name: agent_name, version: None },
@@ -169,31 +174,39 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Option<String>
     Ok((t, rollout_key))
 }
 
-/// The row's top-level fields, each kept as its text until the mapping reads it: most of a
-/// row (`instance_config`, the verifier's details, copies of the request) is only carried
-/// to `extra`, and building its `Value` tree was half of `inspect`'s time; the canonical
-/// writer writes such a field straight from its text. Text the check in
-/// `Extra::from_object_text` refuses is parsed whole (serde_json's result or error).
-fn row_fields(bytes: &[u8]) -> Result<Extra, Problem> {
-    if let Some(row) = std::str::from_utf8(bytes).ok().and_then(Extra::from_object_text) {
-        return Ok(row);
-    }
-    match parse_record(bytes)? {
-        Value::Object(row) => Ok(row.into()),
-        _ => Err(schema("$", "a rollout line must be a JSON object")),
-    }
-}
+/// The items of the request's input or the response's output, taken apart to their fields.
+const ITEMS: Shape = Shape::Array(&Shape::Object(&[]));
 
-/// Removes a field the mapping takes apart, parsed by the token-array reader.
-fn take_parsed(row: &mut Extra, key: &str) -> Result<Option<Value>, Problem> {
-    row.remove_with(key, crate::token_arrays::parse).transpose().map_err(|e| json_problem(&e))
+/// How far the one pass over a row takes it apart: to the fields of each item.
+const ROW: Shape = Shape::Object(&[
+    ("response", Shape::Object(&[("output", ITEMS)])),
+    ("responses_create_params", Shape::Object(&[("input", ITEMS)])),
+]);
+
+/// The row's fields, and the response and request handed out to be taken apart. Each field
+/// stays its source text until the mapping reads it: most of a row (`instance_config`, the
+/// verifier's details, message content, tool arguments and output) is only carried to the
+/// record, and building its `Value` tree was most of `inspect`'s time; the canonical writer
+/// writes such a field straight from its text. Text the check in `json_text::split`
+/// refuses is parsed whole (serde_json's result or error).
+fn row_fields(bytes: &[u8]) -> Result<(Extra, [Option<Node<'_>>; 2]), Problem> {
+    let split = std::str::from_utf8(bytes).ok().and_then(|text| json_text::split(text, &ROW));
+    let row = match split {
+        Some(split @ Split { parts: Parts::Members(_), .. }) => Node::Split(split),
+        _ => match parse_record(bytes)? {
+            row @ Value::Object(_) => Node::Value(row.into()),
+            _ => return Err(schema("$", "a rollout line must be a JSON object")),
+        },
+    };
+    row.into_object(["response", "responses_create_params"])
+        .map_err(|_| schema("$", "a rollout line must be a JSON object"))
 }
 
 /// Says what a row without `response` is, for the rejection message.
-fn classify_non_rollout(row: &Extra) -> &'static str {
+fn classify_non_rollout(row: &Extra, has_params: bool) -> &'static str {
     if row.contains_key("sample") && row.keys().any(|k| k.starts_with("mean/")) {
         "reward-profiling row (no response)"
-    } else if row.contains_key("responses_create_params") {
+    } else if has_params {
         "task input row (no response)"
     } else if row.contains_key("reward") {
         "reward-only row (no response)"
@@ -202,37 +215,39 @@ fn classify_non_rollout(row: &Extra) -> &'static str {
     }
 }
 
-/// `input` as a list of items (a plain string becomes one user message).
-fn input_items(params: &mut Map<String, Value>) -> Result<Vec<Value>, Problem> {
-    match params.remove("input") {
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::String(s)) => {
+/// `input` as a list of items (a plain string becomes one user message); each item stays
+/// text until mapped.
+fn input_items(input: Option<Node<'_>>) -> Result<Vec<Node<'_>>, Problem> {
+    let Some(input) = input.filter(|i| !i.is_null()) else {
+        return Ok(Vec::new());
+    };
+    match input.into_elements() {
+        Ok(items) => Ok(items),
+        Err(Value::String(s)) => {
             let mut m = Map::new();
             m.insert("role".into(), Value::String("user".into()));
             m.insert("content".into(), Value::String(s));
             m.insert("type".into(), Value::String("message".into()));
-            Ok(vec![Value::Object(m)])
+            Ok(vec![Node::Value(Value::Object(m).into())])
         }
-        Some(Value::Array(items)) => Ok(items),
-        Some(_) => Err(schema("$.responses_create_params.input", "input must be a string or a list of items")),
+        Err(_) => Err(schema("$.responses_create_params.input", "input must be a string or a list of items")),
     }
 }
 
 /// `output` items; for transition lists, the last transition when each extends the previous.
-fn output_items(response: &mut Map<String, Value>, transitions: bool) -> Result<Vec<Value>, Problem> {
-    let output = match response.remove("output") {
-        None | Some(Value::Null) => return Ok(Vec::new()),
-        Some(Value::Array(items)) => items,
-        Some(_) => return Err(schema("$.response.output", "output must be a list")),
+fn output_items(output: Option<Node<'_>>, transitions: bool) -> Result<Vec<Node<'_>>, Problem> {
+    let Some(output) = output.filter(|o| !o.is_null()) else {
+        return Ok(Vec::new());
     };
+    let output = output.into_elements().map_err(|_| schema("$.response.output", "output must be a list"))?;
     if !transitions {
         return Ok(output);
     }
     let mut lists = Vec::with_capacity(output.len());
     for (i, t) in output.into_iter().enumerate() {
-        match t {
-            Value::Array(items) => lists.push(items),
-            _ => {
+        match t.into_elements() {
+            Ok(items) => lists.push(items),
+            Err(_) => {
                 return Err(schema(
                     format!("$.response.output[{i}]"),
                     "with contains_transitions each output entry must be a list of items",
@@ -242,7 +257,8 @@ fn output_items(response: &mut Map<String, Value>, transitions: bool) -> Result<
     }
     for i in 1..lists.len() {
         let (prev, next) = (&lists[i - 1], &lists[i]);
-        if next.len() < prev.len() || next[..prev.len()] != prev[..] {
+        let extends = next.len() >= prev.len() && prev.iter().zip(next).all(|(a, b)| a.value() == b.value());
+        if !extends {
             return Err(Problem::new(
                 Reason::TransitionRewritesHistory,
                 format!("$.response.output[{i}]"),
@@ -256,8 +272,9 @@ fn output_items(response: &mut Map<String, Value>, transitions: bool) -> Result<
 /// With transitions the conversation is the last transition, which must begin with the
 /// request input (the aviary agent builds each model input from it): the input is then not
 /// prepended again. A last transition that drops or alters it rewrites history.
-fn replayed_input(input: Vec<Value>, conversation: &[Value]) -> Result<Vec<Value>, Problem> {
-    let kept = conversation.len() >= input.len() && input.iter().zip(conversation).all(|(a, b)| same_item(a, b));
+fn replayed_input<'a>(input: Vec<Node<'a>>, conversation: &[Node<'a>]) -> Result<Vec<Node<'a>>, Problem> {
+    let kept = conversation.len() >= input.len()
+        && input.iter().zip(conversation).all(|(a, b)| same_item(&a.value(), &b.value()));
     if kept {
         return Ok(Vec::new());
     }
@@ -281,7 +298,7 @@ fn same_item(a: &Value, b: &Value) -> bool {
     a == b || typed(a) == typed(b)
 }
 
-fn is_prompt_message(item: &Value) -> bool {
+fn is_prompt_message(item: &Extra) -> bool {
     let kind = item.get("type").and_then(Value::as_str);
     matches!(kind, None | Some("message"))
         && matches!(item.get("role").and_then(Value::as_str), Some("user" | "system" | "developer"))
@@ -319,8 +336,14 @@ impl StepBuilder {
         self.open.get_or_insert_with(|| Step::new(Role::Assistant, None))
     }
 
-    fn push(&mut self, item: Value, from_output: bool, path: &str, steps: &mut Vec<Step>) -> Result<(), Problem> {
-        let Value::Object(mut item) = item else {
+    fn push(
+        &mut self,
+        item: Option<Extra>,
+        from_output: bool,
+        path: &str,
+        steps: &mut Vec<Step>,
+    ) -> Result<(), Problem> {
+        let Some(mut item) = item else {
             return Err(schema(path, "an item must be an object"));
         };
         let kind = take_str(&mut item, "type");
@@ -328,7 +351,7 @@ impl StepBuilder {
             None | Some("message") => {
                 let role = take_str(&mut item, "role")
                     .ok_or_else(|| schema(format!("{path}.role"), "message without role"))?;
-                let content = take(&mut item, "content");
+                let content = take_lazy(&mut item, "content");
                 if role == "assistant" {
                     let step = self.assistant(steps, "message");
                     step.content = content;
@@ -338,7 +361,8 @@ impl StepBuilder {
                 }
                 let role_enum = message_role(&role, path)?;
                 self.flush(steps);
-                let mut step = Step::new(role_enum, content);
+                let mut step = Step::new(role_enum, None);
+                step.content = content;
                 if from_output {
                     step.authorship = Authorship::Unknown;
                 }
@@ -363,14 +387,9 @@ impl StepBuilder {
             Some("function_call_output") => {
                 self.flush(steps);
                 let call_id = take_str(&mut item, "call_id");
-                let content = take(&mut item, "output");
+                let content = take_lazy(&mut item, "output");
                 let mut step = Step::new(Role::Tool, None);
-                step.tool_results.push(ToolResult {
-                    call_id,
-                    content,
-                    extra: into_extra(item),
-                    subagent_refs: Vec::new(),
-                });
+                step.tool_results.push(ToolResult { call_id, content, extra: item, subagent_refs: Vec::new() });
                 steps.push(step);
             }
             Some(other) => {
@@ -378,7 +397,7 @@ impl StepBuilder {
                 self.flush(steps);
                 let mut step = Step::new(Role::Environment, None);
                 step.extra.insert("type".into(), Value::String(other.to_string()));
-                step.extra.insert("item".into(), Value::Object(item));
+                step.extra.insert_lazy("item".into(), item.into());
                 steps.push(step);
             }
         }
@@ -386,37 +405,38 @@ impl StepBuilder {
     }
 }
 
-/// Training fields (token ids, log probs) on output messages go to the step's metrics.
-fn move_token_fields(item: &mut Map<String, Value>, step: &mut Step) {
+/// Training fields (token ids, log probs) on output messages go to the step's metrics, as
+/// text when they were (nothing reads them before they are written).
+fn move_token_fields(item: &mut Extra, step: &mut Step) {
     for key in ["prompt_token_ids", "generation_token_ids", "generation_log_probs"] {
-        if let Some(v) = item.remove(key) {
-            step.metrics.get_or_insert_with(Metrics::default).extra.insert(key.into(), v);
+        if let Some(v) = item.remove_lazy(key) {
+            step.metrics.get_or_insert_with(Metrics::default).extra.insert_lazy(key.into(), v);
         }
     }
 }
 
 /// Keeps an item's unmapped fields under `key` (and records a missing `type`).
-fn keep_leftovers(extra: &mut Extra, key: &str, mut item: Map<String, Value>, untyped: bool) {
+fn keep_leftovers(extra: &mut Extra, key: &str, mut item: Extra, untyped: bool) {
     if untyped {
         item.insert("type".into(), Value::Null);
     }
     if !item.is_empty() {
-        extra.insert(key.into(), Value::Object(item));
+        extra.insert(key.into(), item.into());
     }
 }
 
-fn tool_call(mut item: Map<String, Value>, path: &str) -> Result<ToolCall, Problem> {
+fn tool_call(mut item: Extra, path: &str) -> Result<ToolCall, Problem> {
     let name =
         take_str(&mut item, "name").ok_or_else(|| schema(format!("{path}.name"), "function_call without name"))?;
     let id = take_str(&mut item, "call_id");
-    let (arguments, invalid) = crate::json::take_arguments(&mut item);
-    Ok(ToolCall { arguments, arguments_invalid: invalid, extra: into_extra(item), id, name, text_embedded: false })
+    let (arguments, invalid) = take_lazy_arguments(&mut item);
+    Ok(ToolCall { arguments, arguments_invalid: invalid, extra: item, id, name, text_embedded: false })
 }
 
 /// Token usage: Responses (`input_tokens`) or Chat Completions (`prompt_tokens`) style.
 /// A usage of all zeros on a rollout that generated steps is a server default, not a
 /// count: it stays in `extra` (under `response.usage`) and the figures stay absent.
-fn usage_metrics(response: &mut Map<String, Value>, generated: bool) -> Option<Metrics> {
+fn usage_metrics(response: &mut Extra, generated: bool) -> Option<Metrics> {
     let Some(Value::Object(usage)) = response.get("usage") else {
         return None;
     };
@@ -467,7 +487,7 @@ fn outcome(row: &mut Extra) -> Outcome {
 /// Rollout key: (`_ng_task_index`, `_ng_rollout_index`, `response.id`), else
 /// `ng_trajectory`'s rollout id. The response id tells two collection runs with the same
 /// indices apart; the indices tell apart rows whose producer reuses one response id.
-fn rollout_key(row: &Extra, response: &Map<String, Value>) -> Option<String> {
+fn rollout_key(row: &Extra, response: &Extra) -> Option<String> {
     if let (Some(t), Some(r)) = (row.get("_ng_task_index"), row.get("_ng_rollout_index")) {
         if !t.is_null() && !r.is_null() {
             return Some(match scalar(response.get("id")) {
@@ -506,7 +526,7 @@ fn initial_instruction(steps: &[Step]) -> Option<String> {
         .iter()
         .take_while(|s| s.role != Role::Assistant)
         .filter(|s| s.role == Role::User)
-        .filter_map(|s| s.content.as_ref().and_then(content_text))
+        .filter_map(|s| s.content.as_deref().and_then(content_text))
         .collect();
     (!texts.is_empty()).then(|| texts.join("\n"))
 }

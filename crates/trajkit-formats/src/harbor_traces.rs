@@ -121,7 +121,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Option<String>
             step.authorship = Authorship::Unknown;
         }
         if role == Role::Assistant {
-            if let Some(Value::String(text)) = &step.content {
+            if let Some(Value::String(text)) = step.content.as_deref() {
                 let (calls, bad) = embedded_calls(text);
                 step.tool_calls = calls;
                 for detail in bad {
@@ -178,7 +178,7 @@ fn embedded_calls(text: &str) -> (Vec<ToolCall>, Vec<String>) {
                 };
                 let arguments = m.remove("arguments").unwrap_or_else(|| Value::Object(Map::new()));
                 calls.push(ToolCall {
-                    arguments,
+                    arguments: arguments.into(),
                     arguments_invalid: false,
                     extra: m.into(),
                     id: None,
@@ -227,7 +227,7 @@ fn task(row: &mut Map<String, Value>, steps: &[Step], sha: &str) -> Task {
     let instruction = steps
         .iter()
         .find(|s| s.role == Role::User)
-        .and_then(|s| s.content.as_ref())
+        .and_then(|s| s.content.as_deref())
         .and_then(content_text)
         .filter(|t| !t.trim().is_empty());
     let name = take_nonempty_str(row, "task");

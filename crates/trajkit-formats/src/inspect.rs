@@ -452,21 +452,21 @@ fn message_step(m: Value, path: &str, index: usize, gaps: &mut Vec<Gap>) -> Resu
             let call_id = take_str(&mut m, "tool_call_id");
             step.tool_results.push(ToolResult {
                 call_id,
-                content,
+                content: content.map(Into::into),
                 extra: result_extra.into(),
                 subagent_refs: Vec::new(),
             });
         }
         Role::Assistant => {
             step.reasoning = content.as_ref().and_then(reasoning_text);
-            step.content = content;
+            step.content = content.map(Into::into);
             step.model = take_nonempty_str(&mut m, "model");
             step.tool_calls = take_each(&mut m, "tool_calls", path, tool_call)?;
             for call in step.tool_calls.iter().filter(|c| c.extra.get("parse_error").is_some_and(|e| !e.is_null())) {
                 gaps.push(Gap::at(GapKind::InvalidToolArguments, Some(index), call.name.clone()));
             }
         }
-        _ => step.content = content,
+        _ => step.content = content.map(Into::into),
     }
     step.extra = into_extra(m);
     Ok(step)
@@ -492,7 +492,14 @@ fn tool_call(c: Value, path: &str) -> Result<ToolCall, Problem> {
         take_str(&mut c, "function").ok_or_else(|| schema(format!("{path}.function"), "tool call without function"))?;
     let id = take_str(&mut c, "id");
     let arguments = take(&mut c, "arguments").unwrap_or_else(|| Value::Object(Map::new()));
-    Ok(ToolCall { arguments, arguments_invalid: false, extra: into_extra(c), id, name, text_embedded: false })
+    Ok(ToolCall {
+        arguments: arguments.into(),
+        arguments_invalid: false,
+        extra: into_extra(c),
+        id,
+        name,
+        text_embedded: false,
+    })
 }
 
 /// The instruction: the sample's `input` (a string, or the text of its user messages),
@@ -519,7 +526,7 @@ fn instruction(input: Option<&Value>, attachments: &Map<String, Value>, steps: &
             .iter()
             .take_while(|s| s.role != Role::Assistant)
             .filter(|s| s.role == Role::User)
-            .filter_map(|s| s.content.as_ref().and_then(content_text))
+            .filter_map(|s| s.content.as_deref().and_then(content_text))
             .collect();
         (!texts.is_empty()).then(|| texts.join("\n"))
     })

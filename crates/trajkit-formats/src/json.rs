@@ -7,7 +7,7 @@ use std::ops::Range;
 use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
 use serde_json::{Map, Value};
-use trajkit_model::Extra;
+use trajkit_model::{Extra, LazyValue};
 
 use crate::rejection::{parse_record, schema, Problem};
 
@@ -117,15 +117,44 @@ pub fn take_nonempty_str(map: &mut (impl Object + ?Sized), key: &str) -> Option<
 
 /// Removes a call's `arguments`: a JSON string parsed (kept verbatim, and `true` for
 /// `arguments_invalid`, when it is not JSON), any other value as it is, absent `{}`.
-pub fn take_arguments(map: &mut Map<String, Value>) -> (Value, bool) {
-    match map.remove("arguments") {
-        Some(Value::String(s)) => match serde_json::from_str::<Value>(&s) {
-            Ok(v) => (v, false),
-            Err(_) => (Value::String(s), true),
-        },
-        Some(other) => (other, false),
-        None => (Value::Object(Map::new()), false),
+pub fn take_arguments(map: &mut Map<String, Value>) -> (LazyValue, bool) {
+    arguments_of(map.remove("arguments").map(LazyValue::from))
+}
+
+/// `take_arguments` of an `extra` whose members may be text: a JSON string's JSON is kept as
+/// text too when the check accepts it.
+pub fn take_lazy_arguments(map: &mut Extra) -> (LazyValue, bool) {
+    arguments_of(map.remove_lazy("arguments"))
+}
+
+/// A call's arguments by the rule of `take_arguments`.
+pub fn arguments_of(arguments: Option<LazyValue>) -> (LazyValue, bool) {
+    let Some(arguments) = arguments else {
+        return (Value::Object(Map::new()).into(), false);
+    };
+    if !arguments.is_string() {
+        return (arguments, false);
     }
+    match arguments.into_value() {
+        Value::String(s) => match LazyValue::from_string(s) {
+            Ok(v) => (v, false),
+            Err(s) => match serde_json::from_str::<Value>(&s) {
+                Ok(v) => (v.into(), false),
+                Err(_) => (Value::String(s).into(), true),
+            },
+        },
+        other => (other.into(), false),
+    }
+}
+
+/// `take` of an `extra` whose members may be text: the value as it is held, text or not.
+pub fn take_lazy(map: &mut Extra, key: &str) -> Option<LazyValue> {
+    let v = map.remove_lazy(key)?;
+    if v.is_null() {
+        map.insert_lazy(key.into(), v);
+        return None;
+    }
+    Some(v)
 }
 
 /// Removes `key` when it is a number.

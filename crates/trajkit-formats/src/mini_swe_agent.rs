@@ -102,7 +102,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
         .map(|n| n.strip_suffix(".traj.json").or_else(|| n.strip_suffix(".json")).unwrap_or(n).to_string())
         .unwrap_or_default();
     let instruction =
-        steps.iter().find(|s| s.role == Role::User).and_then(|s| s.content.as_ref()).and_then(content_text);
+        steps.iter().find(|s| s.role == Role::User).and_then(|s| s.content.as_deref()).and_then(content_text);
     let task = Task {
         id: Some(instance.clone()),
         instruction,
@@ -151,12 +151,18 @@ fn steps(messages: Vec<Value>) -> Result<Vec<Step>, Problem> {
             "tool" => {
                 let mut s = Step::new(Role::Tool, None);
                 let call_id = take_str(&mut m, "tool_call_id");
-                s.tool_results.push(ToolResult { call_id, content, extra: Map::new().into(), subagent_refs: vec![] });
+                s.tool_results.push(ToolResult {
+                    call_id,
+                    content: content.map(Into::into),
+                    extra: Map::new().into(),
+                    subagent_refs: vec![],
+                });
                 s
             }
             "assistant" => {
                 let mut s = Step::new(Role::Assistant, content);
-                let blocks = s.content.as_ref().and_then(content_text).map(|t| fenced_actions(&t)).unwrap_or_default();
+                let blocks =
+                    s.content.as_deref().and_then(content_text).map(|t| fenced_actions(&t)).unwrap_or_default();
                 let single = blocks.len() == 1;
                 pending = None;
                 for command in blocks {
@@ -165,7 +171,7 @@ fn steps(messages: Vec<Value>) -> Result<Vec<Step>, Problem> {
                     let mut args = Map::new();
                     args.insert("command".into(), Value::String(command));
                     s.tool_calls.push(ToolCall {
-                        arguments: Value::Object(args),
+                        arguments: Value::Object(args).into(),
                         arguments_invalid: false,
                         extra: Map::new().into(),
                         id: id.clone(),
@@ -180,7 +186,7 @@ fn steps(messages: Vec<Value>) -> Result<Vec<Step>, Problem> {
                 let mut s = Step::new(Role::Environment, None);
                 s.tool_results.push(ToolResult {
                     call_id: pending.take(),
-                    content,
+                    content: content.map(Into::into),
                     extra: Map::new().into(),
                     subagent_refs: vec![],
                 });

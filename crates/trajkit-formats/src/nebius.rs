@@ -100,7 +100,7 @@ fn turn_step(turn: Value, path: &str, before: &[Step]) -> Result<Step, Problem> 
             if let Some(action) = action {
                 step.tool_calls.push(action_call(action, before.len()));
             }
-            step.content = text;
+            step.content = text.map(Into::into);
             step.extra.insert("role".into(), Value::String(role));
             step
         }
@@ -123,7 +123,7 @@ fn action_call(action: &str, step: usize) -> ToolCall {
     let mut args = Map::new();
     args.insert("command".into(), Value::String(action.to_string()));
     ToolCall {
-        arguments: Value::Object(args),
+        arguments: Value::Object(args).into(),
         arguments_invalid: false,
         extra: Extra::new(),
         id: Some(text_call_id(step, 0)),

@@ -325,7 +325,7 @@ fn action_step(mut ev: Map<String, Value>, kind: String, event_id: Option<&Value
     if source.is_some() && source.as_deref() == expected {
         ev.remove("source");
     }
-    drop_repeated_message(&mut ev, step.content.as_ref());
+    drop_repeated_message(&mut ev, step.content.as_deref());
     step.extra.insert("action".into(), Value::String(kind));
     if !args.is_empty() {
         step.extra.insert("args".into(), Value::Object(args));
@@ -394,7 +394,7 @@ fn call_step(
 ) -> Step {
     let mut step = Step::new(Role::Assistant, None);
     if let Some(thought) = take_nonempty_str(args, "thought") {
-        step.content = Some(Value::String(thought));
+        step.content = Some(Value::String(thought).into());
     }
     let id = match tcm.as_deref_mut() {
         Some(t) => take_nonempty_str(t, "tool_call_id"),
@@ -431,7 +431,7 @@ fn call_step(
         None => (Value::Object(std::mem::take(args)), false),
     };
     step.tool_calls.push(ToolCall {
-        arguments,
+        arguments: arguments.into(),
         arguments_invalid: invalid,
         extra: Extra::new(),
         id,
@@ -493,7 +493,7 @@ fn observation_step(mut ev: Map<String, Value>, links: &Links) -> Step {
             let mut step = Step::new(Role::Tool, None);
             step.tool_results.push(ToolResult {
                 call_id: Some(call_id),
-                content,
+                content: content.map(Into::into),
                 extra: into_extra(ev),
                 subagent_refs: Vec::new(),
             });
@@ -597,7 +597,7 @@ fn task(shape: Shape, row: &mut Map<String, Value>, steps: &[Step], sha: &str) -
     let environment = row.get("metadata").and_then(|m| m.get("dataset")).and_then(Value::as_str).map(str::to_string);
     let instruction = take_nonempty_str(row, "instruction").or_else(|| {
         let first = steps.iter().find(|s| s.role == Role::User)?;
-        first.content.as_ref().and_then(content_text).filter(|t| !t.is_empty())
+        first.content.as_deref().and_then(content_text).filter(|t| !t.is_empty())
     });
     Task::keyed(id.clone(), id, instruction, environment, sha)
 }

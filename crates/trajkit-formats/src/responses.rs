@@ -1,10 +1,9 @@
 //! OpenAI Responses API items as NeMo Gym rollouts and Codex sessions hold them: the rules
 //! both readers apply to the same item kinds.
 
-use serde_json::{Map, Value};
 use trajkit_model::Role;
 
-use crate::json::content_text;
+use crate::json::{content_text, Object};
 use crate::rejection::{Problem, Reason};
 
 /// The role of a message item that is not the assistant's. A `developer` message is a
@@ -20,10 +19,10 @@ pub(crate) fn message_role(role: &str, path: &str) -> Result<Role, Problem> {
 
 /// The text of a reasoning item: its `content`, else its `summary` (text or text parts).
 /// Both are removed from the item when there is one; otherwise the item stays whole.
-pub(crate) fn take_reasoning(item: &mut Map<String, Value>) -> Option<String> {
+pub(crate) fn take_reasoning(item: &mut impl Object) -> Option<String> {
     let from = |key: &str| item.get(key).and_then(content_text).filter(|t| !t.is_empty());
     let text = from("content").or_else(|| from("summary"))?;
-    item.remove("summary");
-    item.remove("content");
+    item.remove_entry("summary");
+    item.remove_entry("content");
     Some(text)
 }

@@ -53,7 +53,12 @@ pub(crate) fn chat_step(msg: Value, path: &str, before: &[Step], text_calls: boo
             let mut step = Step::new(Role::Tool, None);
             let call_id = take_str(&mut msg, "tool_call_id");
             let extra = into_extra(std::mem::take(&mut msg));
-            step.tool_results.push(ToolResult { call_id, content, extra, subagent_refs: Vec::new() });
+            step.tool_results.push(ToolResult {
+                call_id,
+                content: content.map(Into::into),
+                extra,
+                subagent_refs: Vec::new(),
+            });
             step
         }
         other => {
@@ -91,7 +96,12 @@ pub(crate) fn observation_step(prev: Option<&Step>, content: Option<Value>) -> S
             _ => None,
         };
         let mut s = Step::new(Role::Environment, None);
-        s.tool_results.push(ToolResult { call_id, content, extra: Extra::new(), subagent_refs: Vec::new() });
+        s.tool_results.push(ToolResult {
+            call_id,
+            content: content.map(Into::into),
+            extra: Extra::new(),
+            subagent_refs: Vec::new(),
+        });
         s
     };
     step.extra.insert("role".into(), Value::String("user".into()));
@@ -124,7 +134,7 @@ pub(crate) fn xml_calls(text: &str, step: usize) -> Vec<ToolCall> {
             continue;
         }
         calls.push(ToolCall {
-            arguments: Value::Object(xml_parameters(body)),
+            arguments: Value::Object(xml_parameters(body)).into(),
             arguments_invalid: false,
             extra: Extra::new(),
             id: Some(text_call_id(step, calls.len())),
@@ -203,7 +213,7 @@ pub(crate) fn swe_task(family: &str, instance_id: Option<String>, steps: &[Step]
         .iter()
         .take_while(|s| s.role != Role::Assistant)
         .find(|s| s.role == Role::User)
-        .and_then(|s| s.content.as_ref().and_then(content_text));
+        .and_then(|s| s.content.as_deref().and_then(content_text));
     Task::keyed(instance_id.clone(), instance_id, instruction, Some(family.to_string()), sha)
 }
 

@@ -102,7 +102,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     let instruction = steps
         .iter()
         .find(|s| s.role == Role::User && !s.extra.contains_key("is_demo"))
-        .and_then(|s| s.content.as_ref())
+        .and_then(|s| s.content.as_deref())
         .and_then(crate::json::content_text);
     let task = Task {
         id: Some(instance.clone()),
@@ -180,7 +180,7 @@ fn steps(history: Vec<Value>, actions: &[Option<String>]) -> Result<Vec<Step>, P
         }
         if role == "assistant" {
             step.reasoning = take_str(&mut m, "thought")
-                .filter(|t| Some(t.as_str()) != step.content.as_ref().and_then(Value::as_str));
+                .filter(|t| Some(t.as_str()) != step.content.as_deref().and_then(Value::as_str));
             if let Some(calls) = take(&mut m, "tool_calls").map(|c| decode_json_list(c, is_call)) {
                 step.tool_calls = chat_tool_calls(calls, &format!("{path}.tool_calls"))?;
             } else if let Some(action) = m.get("action").and_then(Value::as_str).map(str::to_string) {
@@ -247,7 +247,7 @@ fn text_action(action: &str, id: Option<String>) -> ToolCall {
     let mut args = Map::new();
     args.insert("command".into(), Value::String(action.to_string()));
     ToolCall {
-        arguments: Value::Object(args),
+        arguments: Value::Object(args).into(),
         arguments_invalid: false,
         extra: Map::new().into(),
         id,

@@ -547,7 +547,7 @@ fn message_step(m: Value, path: &str, user_model: Option<&str>) -> Result<Step, 
         step.extra = into_extra(m);
         return Ok(step);
     }
-    step.content = take(&mut m, "content");
+    step.content = take(&mut m, "content").map(Into::into);
     step.tool_calls = take_each(&mut m, "tool_calls", path, tool_call)?;
     step.metrics = message_metrics(&mut m);
     // tau2's user turns are written by its user simulator (an LLM, or another user
@@ -569,7 +569,7 @@ fn tool_result(mut r: Map<String, Value>) -> ToolResult {
     };
     r.remove("role");
     let content = take(&mut r, "content");
-    ToolResult { call_id, content, extra: into_extra(r), subagent_refs: Vec::new() }
+    ToolResult { call_id, content: content.map(Into::into), extra: into_extra(r), subagent_refs: Vec::new() }
 }
 
 pub(crate) fn tool_call(c: Value, path: &str) -> Result<ToolCall, Problem> {
@@ -582,7 +582,14 @@ pub(crate) fn tool_call(c: Value, path: &str) -> Result<ToolCall, Problem> {
         _ => None,
     };
     let (arguments, invalid) = parse_arguments(c.remove("arguments"));
-    Ok(ToolCall { arguments, arguments_invalid: invalid, extra: into_extra(c), id, name, text_embedded: false })
+    Ok(ToolCall {
+        arguments: arguments.into(),
+        arguments_invalid: invalid,
+        extra: into_extra(c),
+        id,
+        name,
+        text_embedded: false,
+    })
 }
 
 /// Arguments as an object, or a JSON string parsed (kept verbatim when it is not JSON).

@@ -169,10 +169,15 @@ fn message_step(m: Value, path: &str) -> Result<Step, Problem> {
             Some(Value::String(s)) if !s.is_empty() => take_str(&mut m, "tool_call_id"),
             _ => None,
         };
-        step.tool_results.push(ToolResult { call_id, content, extra: into_extra(m), subagent_refs: Vec::new() });
+        step.tool_results.push(ToolResult {
+            call_id,
+            content: content.map(Into::into),
+            extra: into_extra(m),
+            subagent_refs: Vec::new(),
+        });
         return Ok(step);
     }
-    step.content = content;
+    step.content = content.map(Into::into);
     // tau-bench's user turns come from its user simulation (an LLM strategy, or a person
     // with the `human` strategy), which the results do not name: authorship unknown.
     if role == Role::User {
@@ -201,7 +206,14 @@ fn tool_call(c: Value, path: &str) -> Result<ToolCall, Problem> {
     if !function.is_empty() {
         c.insert("function".into(), Value::Object(function));
     }
-    Ok(ToolCall { arguments, arguments_invalid: invalid, extra: into_extra(c), id, name, text_embedded: false })
+    Ok(ToolCall {
+        arguments: arguments.into(),
+        arguments_invalid: invalid,
+        extra: into_extra(c),
+        id,
+        name,
+        text_embedded: false,
+    })
 }
 
 /// `reward` with tau-bench's own success rule (`is_successful` in `run.py`: within 1e-6

@@ -246,7 +246,7 @@ fn openai_steps(messages: Vec<Value>) -> Result<(Vec<Step>, Vec<Option<String>>)
                     let id = call_id(i);
                     pending = Some((id.clone(), name.clone()));
                     s.tool_calls.push(ToolCall {
-                        arguments,
+                        arguments: arguments.into(),
                         arguments_invalid: invalid,
                         extra: into_extra(fc),
                         id: Some(id),
@@ -265,7 +265,12 @@ fn openai_steps(messages: Vec<Value>) -> Result<(Vec<Step>, Vec<Option<String>>)
                     Some((id, called)) if name.is_none_or(|n| n == called) => Some(id),
                     _ => None,
                 };
-                s.tool_results.push(ToolResult { call_id, content, extra: Extra::new(), subagent_refs: Vec::new() });
+                s.tool_results.push(ToolResult {
+                    call_id,
+                    content: content.map(Into::into),
+                    extra: Extra::new(),
+                    subagent_refs: Vec::new(),
+                });
                 s
             }
             other => {
@@ -322,7 +327,7 @@ fn walk_tree(root: &Value, steps: &mut Vec<Step>, raw_args: &[Option<String>], g
     let mut last_input: Option<(&Value, usize)> = None;
     let mut complete = true;
     for (i, s) in steps.iter().enumerate().filter(|(_, s)| s.role == Role::Assistant) {
-        if let Some(text) = s.content.as_ref().and_then(Value::as_str) {
+        if let Some(text) = s.content.as_deref().and_then(Value::as_str) {
             let Some(next) = children(node).iter().find(|c| node_is(c, "Thought", Some(text))) else {
                 complete = false;
                 break;
@@ -364,7 +369,7 @@ fn walk_tree(root: &Value, steps: &mut Vec<Step>, raw_args: &[Option<String>], g
         let mut step = Step::new(Role::Tool, None);
         step.tool_results.push(ToolResult {
             call_id: Some(id),
-            content: Some(obs.clone()),
+            content: Some(obs.clone().into()),
             extra,
             subagent_refs: Vec::new(),
         });
@@ -404,7 +409,7 @@ fn conversation(mut row: Map<String, Value>, raw: &RawRecord, file: &InputFile) 
                         let id = call_id(steps.len());
                         pending = Some(id.clone());
                         s.tool_calls.push(ToolCall {
-                            arguments,
+                            arguments: arguments.into(),
                             arguments_invalid: invalid,
                             extra: Extra::new(),
                             id: Some(id),
@@ -413,14 +418,14 @@ fn conversation(mut row: Map<String, Value>, raw: &RawRecord, file: &InputFile) 
                         });
                     }
                 }
-                s.content = value;
+                s.content = value.map(Into::into);
                 s
             }
             "function" | "tool" => {
                 let mut s = Step::new(Role::Tool, None);
                 s.tool_results.push(ToolResult {
                     call_id: pending.take(),
-                    content: value,
+                    content: value.map(Into::into),
                     extra: Extra::new(),
                     subagent_refs: Vec::new(),
                 });

@@ -136,7 +136,7 @@ fn call(id: Option<&Value>, name: &str, args: Option<&Value>) -> ToolCall {
     };
     let id = id.and_then(|v| v.as_str().map(str::to_string).or_else(|| v.as_u64().map(|n| n.to_string())));
     ToolCall {
-        arguments,
+        arguments: arguments.into(),
         arguments_invalid: invalid,
         extra: Extra::new(),
         id,
@@ -190,7 +190,7 @@ fn result_of(v: &Value) -> Option<ToolResult> {
     };
     Some(ToolResult {
         call_id: id.and_then(Value::as_str).map(str::to_string),
-        content: content.cloned(),
+        content: content.cloned().map(Into::into),
         extra: Extra::new(),
         subagent_refs: Vec::new(),
     })
@@ -276,7 +276,7 @@ fn message(v: &Value) -> Option<Msg> {
         let id = o.get("tool_call_id").or_else(|| o.get("toolCallId")).and_then(Value::as_str);
         m.results.push(ToolResult {
             call_id: id.map(str::to_string),
-            content: m.content.take(),
+            content: m.content.take().map(Into::into),
             extra: Extra::new(),
             subagent_refs: Vec::new(),
         });
@@ -741,11 +741,10 @@ impl Walker<'_, '_> {
             if let Some(input) = &s.input {
                 for m in input_messages(input) {
                     // Some integrations list the tool definitions as tool-role messages.
-                    if let [ToolResult { call_id: None, content: Some(def @ Value::Object(d)), .. }] =
-                        m.results.as_slice()
-                    {
-                        if d.contains_key("function") && d.get("type").and_then(Value::as_str) == Some("function") {
-                            self.out.tools.push(def.clone());
+                    if let [ToolResult { call_id: None, content: Some(def), .. }] = m.results.as_slice() {
+                        if def.get("function").is_some() && def.get("type").and_then(Value::as_str) == Some("function")
+                        {
+                            self.out.tools.push(def.value().clone());
                             continue;
                         }
                     }
@@ -778,7 +777,7 @@ impl Walker<'_, '_> {
                 id: c.id.clone(),
                 at: (at, ci),
                 name: c.name.clone(),
-                arguments: c.arguments.clone(),
+                arguments: c.arguments.value().clone(),
             });
         }
         for r in &step.tool_results {
@@ -854,7 +853,7 @@ impl Walker<'_, '_> {
                 let mut c = call(Some(&Value::String(id.clone())), &s.name, Some(&args));
                 c.arguments_invalid = false;
                 if let Value::String(_) = &args {
-                    c.arguments = args;
+                    c.arguments = args.into();
                 }
                 step.tool_calls.push(c);
                 id
@@ -862,7 +861,7 @@ impl Walker<'_, '_> {
         };
         step.tool_results.push(ToolResult {
             call_id: Some(call_id.clone()),
-            content: s.output.clone(),
+            content: s.output.clone().map(Into::into),
             extra: Extra::new(),
             subagent_refs: Vec::new(),
         });
@@ -938,7 +937,7 @@ fn instruction(steps: &[Step]) -> Option<String> {
         .iter()
         .take_while(|s| s.role != Role::Assistant)
         .filter(|s| s.role == Role::User)
-        .filter_map(|s| s.content.as_ref().and_then(text_of))
+        .filter_map(|s| s.content.as_deref().and_then(text_of))
         .collect();
     (!texts.is_empty()).then(|| texts.join("\n"))
 }
@@ -1078,13 +1077,13 @@ mod tests {
         let m = output_message(
             &json!({"content": [{"type": "tool_use", "id": "t", "name": "g", "input": {"x": 2}}], "role": "assistant"}),
         );
-        assert_eq!((m.calls[0].name.as_str(), m.calls[0].arguments.clone()), ("g", json!({"x": 2})));
+        assert_eq!((m.calls[0].name.as_str(), m.calls[0].arguments.value().clone()), ("g", json!({"x": 2})));
         let m = output_message(
             &json!({"content": {"parts": [{"function_call": {"args": {}, "name": "h"}}], "role": "model"}}),
         );
         assert_eq!(m.calls[0].name, "h");
         let m = output_message(&json!([{"toolCallId": "v", "toolName": "w", "input": "{\"q\":1}"}]));
-        assert_eq!((m.calls[0].id.as_deref(), m.calls[0].arguments.clone()), (Some("v"), json!({"q": 1})));
+        assert_eq!((m.calls[0].id.as_deref(), m.calls[0].arguments.value().clone()), (Some("v"), json!({"q": 1})));
     }
 
     #[test]

@@ -70,7 +70,7 @@ fn standardized_actions_link_to_the_observation_after_them() {
     // as in the SFT view); the first user step (the task) stays declared.
     let n = t.steps.len();
     assert_eq!((t.steps[n - 1].role, t.steps[n - 1].tool_calls.len()), (Role::Assistant, 0));
-    assert_eq!(t.steps[n - 1].content, Some(json!("<finish> Task completed. </finish>")));
+    assert_eq!(t.steps[n - 1].content.as_deref(), Some(&json!("<finish> Task completed. </finish>")));
     assert_eq!((t.steps[n - 2].role, t.steps[n - 2].authorship), (Role::User, Authorship::Unknown));
     assert_eq!(t.steps[0].authorship, Authorship::Declared);
 

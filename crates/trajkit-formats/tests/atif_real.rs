@@ -736,7 +736,7 @@ fn synthetic_not_an_object_or_empty_steps() {
     let parts = json!([{"type": "text", "text": "Say"}, {"type": "image", "source": {"media_type": "image/png", "path": "x.png"}}]);
     set(&mut v, "/steps/0/message", parts.clone());
     let (_, c) = read_doc(&v);
-    assert_eq!(c.trajectories[0].steps[0].content, Some(parts));
+    assert_eq!(c.trajectories[0].steps[0].content.as_deref(), Some(&parts));
     assert_eq!(c.trajectories[0].task.instruction.as_deref(), Some("Say"));
 }
 

@@ -141,7 +141,7 @@ mod synthetic {
         assert_eq!(roles, [Environment, User, Assistant, Tool, Assistant, Environment]);
         let call = &t.steps[2].tool_calls[0];
         assert_eq!(
-            (call.name.as_str(), &call.arguments, call.text_embedded),
+            (call.name.as_str(), call.arguments.value(), call.text_embedded),
             ("cd", &json!({"folder": "document"}), false)
         );
         assert_eq!(t.steps[3].tool_results[0].call_id, call.id);
@@ -195,7 +195,7 @@ mod synthetic {
         assert_eq!(call.arguments, json!(deep), "the text is kept verbatim");
         assert_eq!(c.reports[0].gaps.get("invalid_tool_arguments"), Some(&1));
         let call = &c.trajectories[1].steps[1].tool_calls[0];
-        assert_eq!((&call.arguments, call.arguments_invalid), (&json!({"a": [[[1]]]}), false));
+        assert_eq!((call.arguments.value(), call.arguments_invalid), (&json!({"a": [[[1]]]}), false));
     }
 
     #[test]
@@ -207,9 +207,9 @@ mod synthetic {
         let dir = files(&[("BFCL_v4_multi_turn_base_result.json", rows)]);
         let c = read(&[dir.path().to_path_buf()]);
         let call = &c.trajectories[0].steps[1].tool_calls[0];
-        assert_eq!((&call.arguments, call.arguments_invalid), (&json!({"s": "café A\n"}), false));
+        assert_eq!((call.arguments.value(), call.arguments_invalid), (&json!({"s": "café A\n"}), false));
         let call = &c.trajectories[1].steps[1].tool_calls[0];
-        assert_eq!((&call.arguments, call.arguments_invalid), (&json!(r"f(s='\N{BULLET}')"), true));
+        assert_eq!((call.arguments.value(), call.arguments_invalid), (&json!(r"f(s='\N{BULLET}')"), true));
     }
 
     #[test]

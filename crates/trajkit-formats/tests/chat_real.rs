@@ -43,7 +43,7 @@ fn function_calls_link_to_the_observation_after_them() {
     assert_eq!(t.steps[1].extra["from"], json!("function_call"));
     let res = &t.steps[2].tool_results[0];
     assert_eq!(res.call_id.as_deref(), Some("sharegpt-call-1-0"));
-    assert_eq!(res.content, Some(json!("{\"area\": 15}")));
+    assert_eq!(res.content.as_deref(), Some(&json!("{\"area\": 15}")));
     assert_eq!(t.steps[2].extra["from"], json!("observation"));
     let tools: Vec<&str> = t.tools.iter().flatten().filter_map(|v| v["name"].as_str()).collect();
     assert_eq!(tools, ["calculate_area", "calculate_discount"]);
@@ -132,6 +132,6 @@ fn synthetic_sharegpt_rows_with_system_and_unparsed_calls() {
     assert_eq!(r.reasons, counts(&[("invalid_value", 1)]));
     assert_eq!(r.gaps, counts(&[("result_without_call", 1)]));
     let t = &c.trajectories[0];
-    assert_eq!(t.steps[0].content, Some(json!("Be brief.")));
-    assert_eq!((t.steps[2].role, &t.steps[2].content), (Role::Assistant, &Some(json!("not a json call"))));
+    assert_eq!(t.steps[0].content.as_deref(), Some(&json!("Be brief.")));
+    assert_eq!((t.steps[2].role, t.steps[2].content.as_deref()), (Role::Assistant, Some(&json!("not a json call"))));
 }

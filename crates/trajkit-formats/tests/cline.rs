@@ -186,11 +186,11 @@ fn synthetic_text_results_link_to_their_calls_by_name_and_order() {
     assert_eq!(a.tool_calls[0].arguments, json!({"path": "src/main.rs"}));
     assert_eq!(a.reasoning.as_deref(), Some("Read the router and its tests first."));
     assert_eq!(a.extra["thinking"], json!([{"signature": "c2lnLTE="}]), "one entry per thinking block");
-    assert_eq!(a.content, Some(json!("I will read the four files.")));
+    assert_eq!(a.content.as_deref(), Some(&json!("I will read the four files.")));
     let tool = &t.steps[2];
     let got: Vec<&str> = tool.tool_results.iter().filter_map(|r| r.call_id.as_deref()).collect();
     assert_eq!(got, ids);
-    let text = |k: usize| tool.tool_results[k].content.as_ref().and_then(Value::as_str).unwrap_or_default();
+    let text = |k: usize| tool.tool_results[k].content.as_deref().and_then(Value::as_str).unwrap_or_default();
     assert_eq!(text(0), "[read_file for 'src/main.rs'] Result:\nfn main() { srv::run(); }");
     assert!((1..4).all(|k| text(k) == NOT_EXECUTED));
     assert!(tool.tool_results.iter().all(|r| r.extra["tool"] == json!("read_file")));
@@ -198,7 +198,7 @@ fn synthetic_text_results_link_to_their_calls_by_name_and_order() {
     // and the task resumption are written by the extension.
     let authorship: Vec<Authorship> = t.steps.iter().filter(|s| s.role == U).map(|s| s.authorship).collect();
     assert_eq!(authorship, [Authorship::Declared, Authorship::Unknown, Authorship::Unknown, Authorship::Unknown]);
-    let resumed = t.steps[7].content.as_ref().and_then(Value::as_str).unwrap_or_default();
+    let resumed = t.steps[7].content.as_deref().and_then(Value::as_str).unwrap_or_default();
     assert!(resumed.starts_with("[TASK RESUMPTION]"), "{resumed}");
     // Step metrics: tokens.prompt 12 + tokens.cached 5000; completion 300; cost.
     let m = a.metrics.as_ref().expect("metrics");
@@ -239,7 +239,7 @@ fn synthetic_xml_text_calls_are_parsed_and_linked() {
     // The output block after a bare `Result:` header belongs to the result.
     let content =
         json!([{"type": "text", "text": "[read_file for 'a.txt'] Result:"}, {"type": "text", "text": "hello"}]);
-    assert_eq!(t.steps[2].tool_results[0].content, Some(content));
+    assert_eq!(t.steps[2].tool_results[0].content.as_deref(), Some(&content));
     assert_eq!(t.steps.len(), 4, "user, assistant, tool, assistant");
     assert!(t.gaps.is_empty(), "{:?}", t.gaps);
     assert_eq!(t.session_id.as_deref(), Some("1700000000000"));

@@ -80,7 +80,7 @@ fn harness_context_messages_have_unknown_authorship() {
         .iter()
         .find(|s| {
             s.content
-                .as_ref()
+                .as_deref()
                 .and_then(trajkit_formats::json::content_text)
                 .is_some_and(|x| x.starts_with("# AGENTS.md instructions"))
         })

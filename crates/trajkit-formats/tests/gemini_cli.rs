@@ -76,7 +76,7 @@ fn single_document_recording_maps_calls_results_tokens_and_model() {
     assert!(t.gaps.is_empty(), "{:?}", t.gaps);
     let roles: Vec<Role> = t.steps.iter().map(|s| s.role).collect();
     assert_eq!(roles, [Role::User, Role::Assistant, Role::Tool, Role::Assistant, Role::System]);
-    assert_eq!(t.steps[0].content, Some(json!("List the files")));
+    assert_eq!(t.steps[0].content.as_deref(), Some(&json!("List the files")));
     assert_eq!(t.task.instruction.as_deref(), Some("List the files"));
     let a = &t.steps[1];
     assert_eq!(a.reasoning.as_deref(), Some("List the files first."));

@@ -438,7 +438,7 @@ fn traces_export_rows_are_records() {
     assert_eq!(roles, [U, A, U, A, U, A, U, A]);
     assert!(t.steps.iter().filter(|s| s.role == U).all(|s| s.authorship == Authorship::Unknown));
     assert!(t.steps.iter().filter(|s| s.role == A).all(|s| s.authorship == Authorship::Declared));
-    let last = t.steps[7].content.as_ref().and_then(Value::as_str).unwrap_or_default();
+    let last = t.steps[7].content.as_deref().and_then(Value::as_str).unwrap_or_default();
     assert!(last.starts_with("<think>The task was already marked as complete"));
     assert!(t.task.instruction.as_deref().is_some_and(|i| i.starts_with("You are an AI assistant tasked")));
 }
@@ -471,7 +471,7 @@ fn traces_embedded_tool_calls_and_exception_results() {
     let t = &c.trajectories[0];
     let call = &t.steps[1].tool_calls[0];
     assert_eq!(
-        (call.name.as_str(), &call.arguments, call.text_embedded, call.id.as_deref()),
+        (call.name.as_str(), call.arguments.value(), call.text_embedded, call.id.as_deref()),
         ("bash", &json!({"cmd": "echo hi > hello.txt"}), true, None)
     );
     assert_eq!(t.agent.model, None);

@@ -40,9 +40,10 @@ fn conversation(t: &Trajectory) -> Conversation {
     t.steps
         .iter()
         .map(|s| {
-            let calls = s.tool_calls.iter().map(|c| (c.id.clone(), c.name.clone(), c.arguments.clone())).collect();
-            let results = s.tool_results.iter().map(|r| (r.call_id.clone(), r.content.clone())).collect();
-            (s.role, s.content.clone(), calls, results)
+            let calls =
+                s.tool_calls.iter().map(|c| (c.id.clone(), c.name.clone(), c.arguments.value().clone())).collect();
+            let results = s.tool_results.iter().map(|r| (r.call_id.clone(), r.content.as_deref().cloned())).collect();
+            (s.role, s.content.as_deref().cloned(), calls, results)
         })
         .collect()
 }
@@ -252,7 +253,7 @@ result = "observation"
     assert_eq!(t.steps[2].tool_calls[0].arguments, serde_json::json!({"x": 7.1745, "n": 2}));
     assert_eq!(t.steps[3].tool_results[0].call_id.as_deref(), Some("inline-call-2"));
     assert_eq!(t.steps[2].extra.get("action"), Some(&serde_json::json!({"note": "kept"})));
-    assert_eq!(t.steps[4].content, Some(serde_json::json!("7.17")));
+    assert_eq!(t.steps[4].content.as_deref(), Some(&serde_json::json!("7.17")));
     assert_eq!(t.steps[0].reasoning.as_deref(), Some("Compute it."));
     assert!(t.steps[0].extra.is_empty(), "no role was stated, none is recorded: {:?}", t.steps[0].extra);
     assert!(t.gaps.is_empty(), "{:?}", t.gaps);

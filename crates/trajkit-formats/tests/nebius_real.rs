@@ -67,7 +67,7 @@ fn turns_map_to_steps_and_actions_to_linked_calls() {
     assert_eq!(ai.extra["role"], json!("ai"));
     assert_eq!(ai.extra["mask"], json!(true));
     let call = &ai.tool_calls[0];
-    assert_eq!((call.name.as_str(), &call.arguments), ("bash", &json!({"command": "ls -F"})));
+    assert_eq!((call.name.as_str(), call.arguments.value()), ("bash", &json!({"command": "ls -F"})));
     assert!(call.text_embedded);
     let obs = &t.steps[3];
     assert_eq!(obs.extra["role"], json!("user"));

@@ -64,10 +64,13 @@ fn langfuse_tool_observations_answer_the_model_calls_by_id() {
     // Two calls of the same tool: each tool span is linked by its arguments, not its position.
     let call = &t.steps[2].tool_calls[0];
     assert_eq!(call.id.as_deref(), Some("toolu_01TKoqQLvY2UWuC49qnD48y7"));
-    assert_eq!((call.name.as_str(), &call.arguments), ("mcp__weather__get_weather", &json!({"city": "Berlin"})));
+    assert_eq!((call.name.as_str(), call.arguments.value()), ("mcp__weather__get_weather", &json!({"city": "Berlin"})));
     let result = &t.steps[4].tool_results[0];
     assert_eq!(result.call_id.as_deref(), Some("toolu_01TKoqQLvY2UWuC49qnD48y7"));
-    assert_eq!(result.content, Some(json!({"content": [{"type": "text", "text": "Weather in Berlin: Cloudy, 59°F"}]})));
+    assert_eq!(
+        result.content.as_deref(),
+        Some(&json!({"content": [{"type": "text", "text": "Weather in Berlin: Cloudy, 59°F"}]}))
+    );
     assert_eq!(t.steps[5].tool_results[0].call_id.as_deref(), Some("toolu_01NtVat4vJLFfVd5TqdLHcA7"));
     assert_eq!(t.agent.model.as_deref(), Some("claude-sonnet-4-5-20250929"));
     let m = t.steps[1].metrics.as_ref().expect("usage");
@@ -120,7 +123,7 @@ fn mlflow_agent_as_tool_is_a_subagent_linked_to_its_call() {
     assert_eq!(t.agent.model.as_deref(), Some("gpt-4o"));
     let calls: Vec<_> = t.steps[2].tool_calls.iter().map(|c| c.id.as_deref()).collect();
     assert_eq!(calls, [Some("call_w1"), Some("call_r1")]);
-    assert_eq!(t.steps[3].tool_results[0].content, Some(json!({"forecast": "rain", "high_c": 14})));
+    assert_eq!(t.steps[3].tool_results[0].content.as_deref(), Some(&json!({"forecast": "rain", "high_c": 14})));
     let sub = &t.subagents[0];
     assert_eq!((sub.spawned_by_step, sub.spawned_by_tool_call.as_deref()), (Some(4), Some("call_r1")));
     assert_eq!(t.steps[4].tool_results[0].subagent_refs, std::slice::from_ref(&sub.trajectory.id));
@@ -148,7 +151,7 @@ fn mlflow_v2_tool_span_without_a_model_call_carries_its_own_call() {
     assert_eq!(step.tool_calls[0].id.as_deref(), Some("0x000000000000000c"), "the span id is the call id");
     assert_eq!(step.tool_calls[0].arguments, json!({"a": 17, "b": 23}));
     assert_eq!(step.tool_results[0].call_id.as_deref(), Some("0x000000000000000c"));
-    assert_eq!(t.steps[1].content, Some(json!("What is 17 * 23? The calculator returned 391.")));
+    assert_eq!(t.steps[1].content.as_deref(), Some(&json!("What is 17 * 23? The calculator returned 391.")));
     assert_eq!(t.steps[2].model.as_deref(), Some("gpt-3.5-turbo-0125"));
     assert_eq!(t.outcome.verification, Verification::Unverified);
 }
@@ -162,7 +165,7 @@ fn langsmith_run_tree_tool_runs_link_by_tool_call_id_and_nest_the_subagent() {
     assert_eq!(t.steps[3].tool_results[0].call_id.as_deref(), Some("call_lo1"));
     assert_eq!(
         t.steps[3].tool_results[0].content,
-        Some(json!("{\"order_id\": \"8812\", \"status\": \"delivered\", \"damaged\": true}"))
+        Some(json!("{\"order_id\": \"8812\", \"status\": \"delivered\", \"damaged\": true}")).map(Into::into)
     );
     let sub = &t.subagents[0];
     assert_eq!((sub.spawned_by_step, sub.spawned_by_tool_call.as_deref()), (Some(4), Some("call_pe1")));
@@ -180,8 +183,8 @@ fn langsmith_ingestion_batch_merges_patch_into_post() {
     let c = read(&[real("langsmith/langsmith_js_wrap_openai_default.json")]);
     let t = from_file(&c, "wrap_openai_default")[0];
     assert_eq!(t.id, "langsmith-dc34609e-3eeb-459d-bc2a-6fedb01d2e6e");
-    assert_eq!(t.steps[0].content, Some(json!("howdy")));
-    assert_eq!(t.steps[1].content, Some(json!("Howdy! How can I assist you today?")));
+    assert_eq!(t.steps[0].content.as_deref(), Some(&json!("howdy")));
+    assert_eq!(t.steps[1].content.as_deref(), Some(&json!("Howdy! How can I assist you today?")));
     assert_eq!(t.agent.model.as_deref(), Some("gpt-4o-mini-2024-07-18"));
     let m = t.steps[1].metrics.as_ref().expect("usage_metadata");
     assert_eq!((m.prompt_tokens, m.completion_tokens, m.cached_tokens), (Some(9), Some(9), Some(0)));
@@ -236,7 +239,7 @@ mod synthetic {
         let c = read(&[p]);
         let t = &c.trajectories[0];
         assert_eq!(t.steps.len(), 2, "the model call inside the cycle is a step");
-        assert_eq!(t.steps[1].content, Some(serde_json::json!("ans")));
+        assert_eq!(t.steps[1].content.as_deref(), Some(&serde_json::json!("ans")));
     }
 
     /// Synthetic (review defect): a span that makes no step is kept in `extra.spans` with

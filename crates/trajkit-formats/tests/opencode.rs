@@ -188,7 +188,7 @@ fn synthetic_pending_tool_error_and_missing_child_are_gaps() {
     let error = t.gaps.iter().find(|g| g.kind == GapKind::IncompleteGeneration).expect("the error's gap");
     assert_eq!((error.step, error.detail.as_deref()), (Some(1), Some("APIError: overloaded")), "at the assistant step");
     assert_eq!(t.steps[1].reasoning.as_deref(), Some("try bash"));
-    assert_eq!(t.steps[2].tool_results[0].content, Some(json!("no such file")));
+    assert_eq!(t.steps[2].tool_results[0].content.as_deref(), Some(&json!("no such file")));
     let m = t.steps[1].metrics.as_ref().expect("step-finish metrics");
     assert_eq!(
         (m.prompt_tokens, m.completion_tokens, m.cached_tokens, m.cost_usd),

@@ -100,8 +100,8 @@ fn a_dialogue_keeps_user_and_agent_messages_in_order() {
     let roles: Vec<Role> = t.steps.iter().map(|s| s.role).collect();
     use Role::*;
     assert_eq!(roles, [User, Assistant, User, Assistant, User, Assistant]);
-    assert_eq!(t.steps[2].content, Some(json!("No, I mean by Goldbach's conjecture!")));
-    assert_eq!(t.steps[1].content, Some(json!("1 + 1 equals 2.")));
+    assert_eq!(t.steps[2].content.as_deref(), Some(&json!("No, I mean by Goldbach's conjecture!")));
+    assert_eq!(t.steps[1].content.as_deref(), Some(&json!("1 + 1 equals 2.")));
     assert!(t.steps[1].tool_calls.is_empty(), "a plain agent message is not a call");
     let finish = &t.steps[5].tool_calls[0];
     assert_eq!((finish.name.as_str(), finish.id.as_deref()), ("finish", Some("call_IpyczPgEAwtpRWFZ2RNokTdH")));
@@ -124,7 +124,7 @@ fn harbor_rfc_native_event_list_is_openhands() {
     assert_eq!(t.agent.model.as_deref(), Some("gpt-5-2025-08-07"));
     // The recall observation answers the harness's recall action (cause 2): an environment step.
     assert_eq!(t.steps[3].extra["cause"], json!(2));
-    assert_eq!(t.steps[3].content, Some(json!("Added workspace context")));
+    assert_eq!(t.steps[3].content.as_deref(), Some(&json!("Added workspace context")));
     let call = &t.steps[4].tool_calls[0];
     assert_eq!(call.name, "execute_bash");
     assert_eq!(call.arguments["security_risk"], json!("MEDIUM"), "the model's argument, not the action's 1");
@@ -224,7 +224,7 @@ mod synthetic {
         let call = &t.steps[1].tool_calls[0];
         assert_eq!((call.name.as_str(), call.id.as_deref()), ("run", Some("event:1")));
         assert_eq!(call.arguments, json!({"command": "ls"}));
-        assert_eq!(t.steps[1].content, Some(json!("look")));
+        assert_eq!(t.steps[1].content.as_deref(), Some(&json!("look")));
         assert_eq!(t.steps[2].tool_results[0].call_id.as_deref(), Some("event:1"));
         assert_eq!(t.steps[3].tool_results[0].call_id.as_deref(), Some("event:99"));
         let gaps: Vec<(&str, Option<usize>, Option<&str>)> =

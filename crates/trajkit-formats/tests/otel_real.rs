@@ -114,7 +114,7 @@ fn pydantic_ai_attribute_capture_links_tool_spans_to_calls_by_id() {
         ]
     );
     assert_eq!(t.steps[2].tool_calls[0].arguments, json!({"city": "Paris"}));
-    assert_eq!(t.steps[4].tool_results[0].content, Some(json!({"zone": "UTC", "time": "12:00"})));
+    assert_eq!(t.steps[4].tool_results[0].content.as_deref(), Some(&json!({"zone": "UTC", "time": "12:00"})));
     assert_eq!(tokens(t), vec![(Some(61), Some(15)), (Some(71), Some(25))]);
     // startTimeUnixNano 1792489224994417000, endTimeUnixNano 1792489224999144000.
     assert_eq!(t.steps[2].timestamp.as_deref(), Some("2026-10-20T09:40:24.994417000Z"));
@@ -172,8 +172,8 @@ fn openinference_spans_over_three_lines_make_one_trajectory() {
             (a, vec![], vec![]),
         ]
     );
-    assert_eq!(t.steps[2].content, Some(json!("Checking.")));
-    assert_eq!(t.steps[3].tool_results[0].content, Some(json!("order A1: shipped")));
+    assert_eq!(t.steps[2].content.as_deref(), Some(&json!("Checking.")));
+    assert_eq!(t.steps[3].tool_results[0].content.as_deref(), Some(&json!("order A1: shipped")));
     assert_eq!(t.steps[4].tool_calls[0].arguments, json!({}));
     assert_eq!(tokens(t), vec![(Some(30), Some(10)), (Some(60), Some(10)), (Some(30), Some(10))]);
     assert_eq!(t.steps[2].metrics.as_ref().and_then(|m| m.cached_tokens), Some(0));
@@ -260,7 +260,7 @@ fn tempo_batches_with_base64_ids_and_event_capture() {
     // The failed tool span is an error of its result, not the run's outcome.
     assert_eq!(t.steps[3].tool_results[0].extra.get("error"), Some(&json!("forecast service unavailable")));
     assert_eq!(t.outcome.status, Status::Unknown);
-    assert_eq!(t.steps[4].content, Some(json!("The forecast service is down; please try again later.")));
+    assert_eq!(t.steps[4].content.as_deref(), Some(&json!("The forecast service is down; please try again later.")));
     assert_eq!(tokens(t), vec![(Some(58), Some(17)), (Some(96), Some(21))]);
 }
 
@@ -281,7 +281,7 @@ fn openllmetry_prompt_attributes_and_rejections_name_file_and_line() {
             (a, vec![], vec![]),
         ]
     );
-    assert_eq!(t.steps[3].tool_results[0].content, Some(json!("reset link sent")));
+    assert_eq!(t.steps[3].tool_results[0].content.as_deref(), Some(&json!("reset link sent")));
     assert_eq!(tokens(t), vec![(Some(82), Some(19)), (Some(120), Some(12))]);
     let msgs: Vec<(&str, &str, &str)> =
         c.rejections.iter().map(|r| (r.reason.as_str(), r.problems[0].json_path.as_str(), r.path.as_str())).collect();

@@ -225,6 +225,6 @@ fn observation_text_that_looks_like_json_stays_text() {
     let c = read(&[p]);
     let t = &c.trajectories[0];
     assert_eq!(t.steps[2].tool_calls[0].id.as_deref(), Some("c1"), "JSON-text calls are decoded");
-    assert_eq!(t.steps[3].tool_results[0].content, Some(json!("[1, 2]")));
+    assert_eq!(t.steps[3].tool_results[0].content.as_deref(), Some(&json!("[1, 2]")));
     assert_eq!(t.extra.get("info"), Some(&json!("not-an-object")), "an unexpected info is kept");
 }

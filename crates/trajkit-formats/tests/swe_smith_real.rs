@@ -96,7 +96,7 @@ fn the_other_observation_templates_are_linked_too() {
     assert_eq!(r.call_id.as_deref(), Some("text-call-2-0"));
     let arrow = from_file(&c, "adp_swe-smith")[0];
     let r = &arrow.steps[29].tool_results[0];
-    assert_eq!(r.content, Some(json!("Your command ran successfully and did not produce any output.")));
+    assert_eq!(r.content.as_deref(), Some(&json!("Your command ran successfully and did not produce any output.")));
     assert_eq!(r.call_id.as_deref(), Some("text-call-28-0"));
 }
 
@@ -165,7 +165,7 @@ mod synthetic {
         let t = &c.trajectories[0];
         assert_eq!(t.steps[2].tool_results[0].call_id, None);
         assert!(t.steps[4].tool_results.is_empty(), "harness feedback after a turn without calls");
-        assert_eq!(t.steps[4].content, Some(json!("Your last output did not use any tool calls!")));
+        assert_eq!(t.steps[4].content.as_deref(), Some(&json!("Your last output did not use any tool calls!")));
         let kinds: Vec<&str> = t.gaps.iter().map(|g| g.kind.as_str()).collect();
         assert_eq!(kinds, ["result_without_call", "unanswered_tool_call", "unanswered_tool_call"]);
     }

@@ -52,7 +52,7 @@ fn the_answer_is_the_taken_path_with_the_finish_observation_from_the_tree() {
     assert_eq!(t.steps[5].tool_results[0].call_id.as_deref(), Some("call-4"));
     let finish = &t.steps[7].tool_results[0];
     assert_eq!(finish.call_id.as_deref(), Some("call-6"));
-    assert_eq!(finish.content, Some(json!("{\"response\":\"successfully giving the final answer.\"}")));
+    assert_eq!(finish.content.as_deref(), Some(&json!("{\"response\":\"successfully giving the final answer.\"}")));
     assert_eq!(
         (finish.extra.get("observation_code"), finish.extra.get("source")),
         (Some(&json!(3)), Some(&json!("tree")))

@@ -321,7 +321,7 @@ pub(crate) fn step_rows(t: &Trajectory) -> (Vec<StepRow>, Vec<CallRow>) {
             timestamp: s.timestamp.clone(),
             tool_calls: s.tool_calls.len() as u32,
             tool_results: s.tool_results.len() as u32,
-            content_bytes: content_bytes(s.content.as_ref()),
+            content_bytes: content_bytes(s.content.as_deref()),
             has_reasoning: s.reasoning.is_some(),
         });
         for (j, c) in s.tool_calls.iter().enumerate() {

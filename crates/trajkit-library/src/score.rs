@@ -243,7 +243,7 @@ pub fn completeness(t: &Trajectory) -> Option<f64> {
 }
 
 fn has_content(s: &Step) -> bool {
-    match &s.content {
+    match s.content.as_deref() {
         None | Some(serde_json::Value::Null) => false,
         Some(serde_json::Value::String(text)) => !text.is_empty(),
         Some(serde_json::Value::Array(items)) => !items.is_empty(),

@@ -9,45 +9,22 @@
 
 use std::collections::btree_map::{self, BTreeMap};
 use std::fmt;
-use std::sync::OnceLock;
 
 use serde::de::{Deserialize, Deserializer};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
-use crate::{compact, json_text};
+use crate::json_text;
+use crate::lazy::LazyValue;
 
 /// Unmapped source fields under their source names, in name order (the canonical order).
-/// A name is in one of the two maps, never both; most records have no member kept as text,
-/// and for them this is the `Map` it wraps (`From<Map>` and `into_map` move it).
+/// A name is in one of the two maps, never both: `texts` holds the members not parsed yet
+/// (text, or an object's members). Most records have none, and for them this is the `Map`
+/// it wraps (`From<Map>` and `into_map` move it).
 #[derive(Clone, Default)]
 pub struct Extra {
     values: Map<String, Value>,
-    texts: BTreeMap<String, Text>,
-}
-
-/// A member's source text and, once read, the `Value` parsed from it.
-#[derive(Clone)]
-struct Text {
-    text: Box<str>,
-    parsed: OnceLock<Value>,
-}
-
-impl Text {
-    /// The parsed value. `json_text` accepted the text, so serde_json parses it; `Null` stands
-    /// in only if that guarantee were broken.
-    fn value(&self) -> &Value {
-        self.parsed.get_or_init(|| parse(&self.text))
-    }
-
-    fn into_value(self) -> Value {
-        let Text { text, parsed } = self;
-        parsed.into_inner().unwrap_or_else(|| parse(&text))
-    }
-}
-
-fn parse(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or(Value::Null)
+    texts: BTreeMap<String, LazyValue>,
 }
 
 impl Extra {
@@ -63,7 +40,7 @@ impl Extra {
     pub fn from_object_text(text: &str) -> Option<Self> {
         let mut texts = BTreeMap::new();
         for (key, value) in json_text::object_members(text)? {
-            texts.insert(key.into_owned(), Text { text: value.into(), parsed: OnceLock::new() });
+            texts.insert(key.into_owned(), LazyValue::from_checked(value.into()));
         }
         Some(Extra { values: Map::new(), texts })
     }
@@ -82,7 +59,7 @@ impl Extra {
 
     /// The member `key`, parsed from its text on first read.
     pub fn get(&self, key: &str) -> Option<&Value> {
-        self.values.get(key).or_else(|| self.texts.get(key).map(Text::value))
+        self.values.get(key).or_else(|| self.texts.get(key).map(LazyValue::value))
     }
 
     /// The member `key` for changing (it stops being text).
@@ -93,13 +70,13 @@ impl Extra {
 
     /// Sets `key`, returning the value it replaces.
     pub fn insert(&mut self, key: String, value: Value) -> Option<Value> {
-        let old = self.texts.remove(&key).map(Text::into_value);
+        let old = self.texts.remove(&key).map(LazyValue::into_value);
         self.values.insert(key, value).or(old)
     }
 
     /// Removes `key`, returning its value.
     pub fn remove(&mut self, key: &str) -> Option<Value> {
-        self.values.remove(key).or_else(|| self.texts.remove(key).map(Text::into_value))
+        self.values.remove(key).or_else(|| self.texts.remove(key).map(LazyValue::into_value))
     }
 
     /// Removes `key`, returning its name and value.
@@ -117,8 +94,23 @@ impl Extra {
         if let Some(v) = self.values.remove(key) {
             return Some(Ok(v));
         }
-        let Text { text, parsed } = self.texts.remove(key)?;
-        Some(parsed.into_inner().map_or_else(|| parse(&text), Ok))
+        Some(self.texts.remove(key)?.into_value_with(parse))
+    }
+
+    /// Removes `key` as it is held: still text if it was kept as text.
+    pub fn remove_lazy(&mut self, key: &str) -> Option<LazyValue> {
+        self.values.remove(key).map(LazyValue::from).or_else(|| self.texts.remove(key))
+    }
+
+    /// Sets `key` to a value that may still be text.
+    pub fn insert_lazy(&mut self, key: String, value: LazyValue) {
+        if value.is_lazy() {
+            self.values.remove(&key);
+            self.texts.insert(key, value);
+        } else {
+            self.texts.remove(&key);
+            self.values.insert(key, value.into_value());
+        }
     }
 
     /// serde_json's entry for `key` (a member kept as text is parsed first).
@@ -162,7 +154,7 @@ impl Extra {
 /// Members in name order, merged from the two maps.
 pub struct Iter<'a> {
     values: std::iter::Peekable<serde_json::map::Iter<'a>>,
-    texts: std::iter::Peekable<btree_map::Iter<'a, String, Text>>,
+    texts: std::iter::Peekable<btree_map::Iter<'a, String, LazyValue>>,
 }
 
 impl<'a> Iterator for Iter<'a> {
@@ -199,43 +191,16 @@ impl Serialize for Extra {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(Some(self.len()))?;
         let mut texts = self.texts.iter().peekable();
-        let write_text = |map: &mut S::SerializeMap, key: &String, t: &Text| map.serialize_entry(key, &AsText(t));
         for (key, value) in &self.values {
             while let Some((k, t)) = texts.next_if(|(k, _)| *k < key) {
-                write_text(&mut map, k, t)?;
+                map.serialize_entry(k, t)?;
             }
             map.serialize_entry(key, value)?;
         }
         for (k, t) in texts {
-            write_text(&mut map, k, t)?;
+            map.serialize_entry(k, t)?;
         }
         map.end()
-    }
-}
-
-/// A member kept as text, for serializing: the canonical writer takes the text and writes
-/// its canonical form straight from it; any other serializer gets the parsed `Value`.
-struct AsText<'a>(&'a Text);
-
-impl Serialize for AsText<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_newtype_struct(compact::JSON_TEXT, &TextOrValue(self.0))
-    }
-}
-
-struct TextOrValue<'a>(&'a Text);
-
-impl Serialize for TextOrValue<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let Text { text, parsed } = self.0;
-        if compact::takes_text() {
-            return serializer.serialize_str(text);
-        }
-        match parsed.get() {
-            Some(v) => v.serialize(serializer),
-            // Written once: parse to a temporary instead of keeping the tree.
-            None => parse(text).serialize(serializer),
-        }
     }
 }
 
@@ -263,6 +228,36 @@ impl schemars::JsonSchema for Extra {
 impl From<Map<String, Value>> for Extra {
     fn from(values: Map<String, Value>) -> Self {
         Extra { values, texts: BTreeMap::new() }
+    }
+}
+
+/// The members of an object, each still text if the object was; the value itself when it
+/// is not an object.
+impl TryFrom<LazyValue> for Extra {
+    type Error = Value;
+
+    fn try_from(value: LazyValue) -> Result<Self, Value> {
+        let value = match value.into_members() {
+            Ok(extra) => return Ok(extra),
+            Err(value) => value,
+        };
+        if let Some(extra) = value.text().and_then(Extra::from_object_text) {
+            return Ok(extra);
+        }
+        match value.into_value() {
+            Value::Object(map) => Ok(map.into()),
+            other => Err(other),
+        }
+    }
+}
+
+/// The object of the members, held as they are when some are still text.
+impl From<Extra> for LazyValue {
+    fn from(extra: Extra) -> Self {
+        if extra.texts.is_empty() {
+            return Value::Object(extra.values).into();
+        }
+        LazyValue::from_members(extra)
     }
 }
 
@@ -354,6 +349,31 @@ mod tests {
         assert_eq!(changed.insert("dup".into(), json!(3)), Some(json!(2)));
         assert_eq!(changed.into_map().len(), 3);
         assert_eq!(extra.into_map(), expected);
+    }
+
+    /// Synthetic: an object left of one a reader took apart stays member by member (text
+    /// members still text) inside a value, and reads, writes and compares as the object.
+    #[test]
+    fn members_held_in_a_value() {
+        let text = r#"{"b": {"y": [1, 2.50]}, "a": "\u00e9", "c": 1}"#;
+        let whole: Value = serde_json::from_str(text).expect("valid");
+        let mut extra = Extra::from_object_text(text).expect("accepted");
+        assert_eq!(extra.remove("c"), Some(json!(1)));
+        let mut expected = whole.clone();
+        expected.as_object_mut().map(|o| o.remove("c"));
+
+        let lazy = LazyValue::from(extra.clone());
+        assert_eq!(lazy.text(), None);
+        assert!(!lazy.is_null() && !lazy.is_string());
+        assert_eq!(crate::compact::to_string(&lazy).ok(), crate::compact::to_string(&expected).ok());
+        assert_eq!(serde_json::to_string(&lazy).ok(), serde_json::to_string(&expected).ok());
+        assert_eq!(*lazy, expected);
+        let mut holder = Extra::new();
+        holder.insert_lazy("k".into(), lazy.clone());
+        assert_eq!(holder.get("k"), Some(&expected));
+        assert_eq!(Extra::try_from(lazy.clone()).ok(), Some(extra));
+        assert_eq!(lazy.into_value(), expected);
+        assert_eq!(LazyValue::from(Extra::new()).into_value(), json!({}));
     }
 
     /// Synthetic: text the check refuses is left for a whole parse.

@@ -9,6 +9,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::canonical::hex;
+use crate::lazy::LazyValue;
 use crate::record::{Role, Step, Trajectory};
 
 /// The task as the interaction sees it: its id, environment and instruction (not the
@@ -23,7 +24,7 @@ struct TaskPart<'a> {
 /// A call: name and arguments; its id is replaced by its position in the record.
 #[derive(Serialize)]
 struct CallPart<'a> {
-    arguments: &'a Value,
+    arguments: &'a LazyValue,
     name: &'a str,
 }
 
@@ -32,7 +33,7 @@ struct CallPart<'a> {
 #[derive(Serialize)]
 struct ResultPart<'a> {
     answers: Link<'a>,
-    content: Option<&'a Value>,
+    content: Option<&'a LazyValue>,
 }
 
 #[derive(Serialize)]
@@ -47,7 +48,7 @@ enum Link<'a> {
 /// unmapped fields are left out.
 #[derive(Serialize)]
 struct StepPart<'a> {
-    content: Option<&'a Value>,
+    content: Option<&'a LazyValue>,
     copied_context: bool,
     reasoning: Option<&'a str>,
     role: Role,

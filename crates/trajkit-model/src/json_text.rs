@@ -22,31 +22,122 @@ const MAX_DEPTH: usize = 100;
 /// The members of the object `text` (names decoded, values as their text), or `None` when
 /// the text is not one JSON object or the check refuses it.
 pub(crate) fn object_members(text: &str) -> Option<Vec<(Cow<'_, str>, &str)>> {
+    match split(text, &Shape::Object(&[]))?.parts {
+        Parts::Members(members) => Some(members.into_iter().map(|(key, v)| (key, v.text)).collect()),
+        _ => None,
+    }
+}
+
+/// The JSON value `text` without the whitespace around it, or `None` when the check
+/// refuses it.
+pub(crate) fn value(text: &str) -> Option<&str> {
     let mut s = Scanner::new(text);
     s.ws();
-    s.expect(b'{')?;
-    let mut members = Vec::new();
+    let start = s.i;
+    s.value()?;
+    let end = s.i;
     s.ws();
-    if s.peek() == Some(b'}') {
-        s.i += 1;
-    } else {
+    (s.i == s.b.len()).then(|| text.get(start..end)).flatten()
+}
+
+/// The elements of the array `text`, each as its text, or `None` when the text is not one
+/// JSON array or the check refuses it.
+pub(crate) fn array_elements(text: &str) -> Option<Vec<&str>> {
+    match split(text, &Shape::Array(&Shape::Whole))?.parts {
+        Parts::Elements(elements) => Some(elements.into_iter().map(|e| e.text).collect()),
+        _ => None,
+    }
+}
+
+/// How far `split` takes a value apart.
+pub enum Shape<'s> {
+    /// The value stays one text.
+    Whole,
+    /// An object: its members, the named ones split by their own shapes, the rest whole.
+    Object(&'s [(&'s str, Shape<'s>)]),
+    /// An array: its elements, each split by the shape.
+    Array(&'s Shape<'s>),
+}
+
+/// A value's text, and its parts where `split` took it apart.
+pub struct Split<'a> {
+    pub text: &'a str,
+    pub parts: Parts<'a>,
+}
+
+/// What `split` found inside a value.
+pub enum Parts<'a> {
+    /// Not taken apart: the shape said so, or the value is not of the shape's kind.
+    Whole,
+    /// An object's members in source order (names decoded).
+    Members(Vec<(Cow<'a, str>, Split<'a>)>),
+    /// An array's elements.
+    Elements(Vec<Split<'a>>),
+}
+
+/// `text` checked as `object_members` checks it, in one pass, and taken apart as deep as
+/// `shape` says: a reader that maps members a few levels down gets their texts without
+/// checking the same bytes once per level. `None` when the check refuses the text.
+pub fn split<'a>(text: &'a str, shape: &Shape<'_>) -> Option<Split<'a>> {
+    let mut s = Scanner::new(text);
+    s.ws();
+    let split = s.split(text, shape, 0)?;
+    s.ws();
+    (s.i == s.b.len()).then_some(split)
+}
+
+impl<'a> Scanner<'a> {
+    /// One value inside `enclosing` containers, taken apart as `shape` says.
+    fn split(&mut self, text: &'a str, shape: &Shape<'_>, enclosing: usize) -> Option<Split<'a>> {
+        let start = self.i;
+        let parts = match (shape, self.peek()?) {
+            (Shape::Object(named), b'{') if enclosing + 1 < MAX_DEPTH => {
+                self.i += 1;
+                let mut members = Vec::new();
+                self.items(b'}', |s| {
+                    let key = s.key(text)?;
+                    let shape = named.iter().find(|(n, _)| *n == key).map_or(&Shape::Whole, |(_, shape)| shape);
+                    members.push((key, s.split(text, shape, enclosing + 1)?));
+                    Some(())
+                })?;
+                Parts::Members(members)
+            }
+            (Shape::Array(shape), b'[') if enclosing + 1 < MAX_DEPTH => {
+                self.i += 1;
+                let mut elements = Vec::new();
+                self.items(b']', |s| {
+                    elements.push(s.split(text, shape, enclosing + 1)?);
+                    Some(())
+                })?;
+                Parts::Elements(elements)
+            }
+            _ => {
+                self.value_in(enclosing)?;
+                Parts::Whole
+            }
+        };
+        Some(Split { text: text.get(start..self.i)?, parts })
+    }
+
+    /// The items of a container whose opening bracket is behind, each read by `item`, up
+    /// to and past `close`.
+    fn items(&mut self, close: u8, mut item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        self.ws();
+        if self.peek() == Some(close) {
+            self.i += 1;
+            return Some(());
+        }
         loop {
-            s.ws();
-            let key = s.key(text)?;
-            s.ws();
-            let start = s.i;
-            s.value()?;
-            members.push((key, text.get(start..s.i)?));
-            s.ws();
-            match s.next()? {
+            self.ws();
+            item(self)?;
+            self.ws();
+            match self.next()? {
                 b',' => {}
-                b'}' => break,
+                c if c == close => return Some(()),
                 _ => return None,
             }
         }
     }
-    s.ws();
-    (s.i == s.b.len()).then_some(members)
 }
 
 /// Appends the canonical JSON of `text`, a value `object_members` accepted (alone or as a
@@ -104,13 +195,18 @@ impl Scanner<'_> {
     /// One value starting here (whitespace before it already skipped); a member value
     /// sits one level inside the object.
     fn value(&mut self) -> Option<()> {
+        self.value_in(1)
+    }
+
+    /// One value starting here inside `enclosing` containers.
+    fn value_in(&mut self, enclosing: usize) -> Option<()> {
         // The closing bracket of each open container, innermost last.
         let mut open: Vec<u8> = Vec::new();
         'value: loop {
             match self.peek()? {
                 c @ (b'{' | b'[') => {
                     self.i += 1;
-                    if open.len() + 2 > MAX_DEPTH {
+                    if open.len() + 1 + enclosing > MAX_DEPTH {
                         return None;
                     }
                     let close = if c == b'{' { b'}' } else { b']' };
@@ -583,6 +679,39 @@ mod tests {
         refused(&deep(10_000));
         accepted(&format!("{{\"a\":{}}}", "9".repeat(300)));
         accepted(r#"{"a":1.5e299,"b":-2e-299}"#);
+    }
+
+    /// Synthetic: a split taken several levels down refuses the same texts as a split of
+    /// the top level alone (the depth counted from the whole text), and its parts are the
+    /// texts of the values at those places.
+    #[test]
+    fn split_levels_keep_the_checks_rules() {
+        const DEEP: Shape = Shape::Object(&[("a", Shape::Array(&Shape::Object(&[("b", Shape::Object(&[]))])))]);
+        let nested = |n: usize| format!("{{\"a\":[{{\"b\":{{\"c\":{}1{}}}}}]}}", "[".repeat(n), "]".repeat(n));
+        for n in [0, 1, MAX_DEPTH - 5, MAX_DEPTH - 4, MAX_DEPTH - 3, MAX_DEPTH, 10_000] {
+            let text = nested(n);
+            assert_eq!(split(&text, &DEEP).is_some(), object_members(&text).is_some(), "depth {n}");
+            assert_eq!(object_members(&text).is_some(), n <= MAX_DEPTH - 4, "depth {n}");
+        }
+        let text = r#" {"a": [{"b": {"c": "\u00e9", "d": [1]}, "e": 2}, 3], "f": {"b": 1}} "#;
+        let Some(Split { parts: Parts::Members(members), text: whole }) = split(text, &DEEP) else {
+            panic!("accepted");
+        };
+        assert_eq!(whole, text.trim());
+        let names: Vec<_> = members.iter().map(|(k, v)| (k.as_ref(), v.text)).collect();
+        assert_eq!(names, [("a", r#"[{"b": {"c": "\u00e9", "d": [1]}, "e": 2}, 3]"#), ("f", r#"{"b": 1}"#)]);
+        assert!(matches!(members[1].1.parts, Parts::Whole), "only the named members are split");
+        let Parts::Elements(items) = &members[0].1.parts else { panic!("an array") };
+        assert!(matches!(items[1].parts, Parts::Whole), "an element not of the shape's kind stays whole");
+        let Parts::Members(item) = &items[0].parts else { panic!("an object") };
+        let Parts::Members(b) = &item[0].1.parts else { panic!("an object") };
+        let b: Vec<_> = b.iter().map(|(k, v)| (k.as_ref(), v.text)).collect();
+        assert_eq!(b, [("c", r#""\u00e9""#), ("d", "[1]")]);
+        assert!(split(r#"{"a": [{"b": {"c": 1,}}]}"#, &DEEP).is_none());
+        assert_eq!(array_elements(" [1, {\"a\": 2} ,\"x\"] "), Some(vec!["1", "{\"a\": 2}", "\"x\""]));
+        assert_eq!(array_elements("[]"), Some(vec![]));
+        assert_eq!(array_elements("[1,]"), None);
+        assert_eq!(value(" \"x\" "), Some("\"x\""));
     }
 
     /// Synthetic: every split of a string across the eight-byte steps finds its end, with

@@ -6,6 +6,8 @@ pub mod compact;
 pub mod extra;
 pub mod interaction;
 pub mod json_text;
+pub mod lazy;
+pub mod node;
 pub mod record;
 pub mod success;
 pub mod time;
@@ -13,6 +15,7 @@ pub mod time;
 pub use canonical::{content_digest, seal, sha256_hex};
 pub use extra::Extra;
 pub use interaction::interaction_digest;
+pub use lazy::LazyValue;
 pub use record::*;
 pub use success::SuccessRule;
 

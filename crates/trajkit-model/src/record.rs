@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::canonical::instruction_task_key;
+use crate::lazy::LazyValue;
 
 /// Version of the record's own schema. Bump on any change a reader of old outputs can see.
 pub const SCHEMA_VERSION: &str = "trajkit.trajectory/2";
@@ -272,7 +273,7 @@ pub struct Step {
     pub authorship: Authorship,
     /// Content: a string, or a list of content parts exactly as the source gives them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub content: Option<Value>,
+    pub content: Option<LazyValue>,
     /// Context repeated from an earlier segment (not a new interaction).
     #[serde(default, skip_serializing_if = "is_false")]
     pub copied_context: bool,
@@ -316,7 +317,7 @@ impl Step {
     pub fn new(role: Role, content: Option<Value>) -> Self {
         Step {
             authorship: Authorship::Declared,
-            content,
+            content: content.map(LazyValue::from),
             copied_context: false,
             extra: Extra::new(),
             metrics: None,
@@ -336,7 +337,7 @@ impl Step {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ToolCall {
     /// Parsed JSON arguments; when `arguments_invalid` is set, the verbatim text.
-    pub arguments: Value,
+    pub arguments: LazyValue,
     /// The arguments were not valid JSON and are kept verbatim as a string.
     #[serde(default, skip_serializing_if = "is_false")]
     pub arguments_invalid: bool,
@@ -361,7 +362,7 @@ pub struct ToolResult {
     pub call_id: Option<String>,
     /// Result content: a string or content parts as the source gives them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub content: Option<Value>,
+    pub content: Option<LazyValue>,
     /// Unmapped result fields, under their source names.
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,

@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 fn sample() -> Trajectory {
     let mut call_step = Step::new(Role::Assistant, Some(json!("looking")));
     call_step.tool_calls.push(ToolCall {
-        arguments: json!({"b": 1, "a": [1.5, "x"]}),
+        arguments: json!({"b": 1, "a": [1.5, "x"]}).into(),
         arguments_invalid: false,
         extra: Extra::new(),
         id: Some("c1".into()),
@@ -70,7 +70,7 @@ fn digest_ignores_identity_and_provenance_but_not_content() {
     seal(&mut b).unwrap();
     assert_eq!(a.content_digest, b.content_digest);
     assert_eq!(a.id, "x-1", "identity restored after hashing");
-    b.steps[0].content = Some(json!("hi!"));
+    b.steps[0].content = Some(json!("hi!").into());
     seal(&mut b).unwrap();
     assert_ne!(a.content_digest, b.content_digest);
 }

@@ -72,7 +72,7 @@ fn own_steps(t: &Trajectory) -> impl Iterator<Item = (usize, &Step)> {
     t.steps.iter().enumerate().filter(|(_, s)| !s.copied_context && !s.subagent)
 }
 
-fn has_text(v: &Option<serde_json::Value>) -> bool {
+fn has_text(v: Option<&serde_json::Value>) -> bool {
     match v {
         Some(serde_json::Value::String(s)) => !s.trim().is_empty(),
         Some(serde_json::Value::Array(parts)) => !parts.is_empty(),
@@ -87,7 +87,7 @@ pub fn check(t: &Trajectory) -> Vec<Lack> {
     let calls: Vec<_> = own_steps(t).flat_map(|(_, s)| s.tool_calls.iter()).collect();
     let model_output = own_steps(t).any(|(_, s)| {
         s.role == Role::Assistant
-            && (has_text(&s.content)
+            && (has_text(s.content.as_deref())
                 || s.reasoning.as_deref().is_some_and(|r| !r.trim().is_empty())
                 || !s.tool_calls.is_empty())
     });
@@ -148,7 +148,7 @@ fn final_output(t: &Trajectory) -> Option<Lack> {
         Some((i, s)) if s.role != Role::Assistant => {
             Some(Lack::new(Part::FinalOutput, format!("the run ends with a {} step (step {i})", s.role.as_str())))
         }
-        Some((i, s)) if !has_text(&s.content) => {
+        Some((i, s)) if !has_text(s.content.as_deref()) => {
             Some(Lack::new(Part::FinalOutput, format!("the last assistant step (step {i}) has no text")))
         }
         Some(_) => None,

@@ -144,7 +144,7 @@ fn witness_material(w: &Trajectory, out: &mut Vec<Material>) {
     for (i, step) in w.steps.iter().enumerate() {
         for (j, call) in step.tool_calls.iter().enumerate() {
             if let Some(id) = &call.id {
-                calls.insert(id, (call.name.clone(), call.arguments.clone()));
+                calls.insert(id, (call.name.clone(), call.arguments.value().clone()));
             }
             let from = format!("witness steps[{i}].tool_calls[{j}] {}", call.name);
             let mut leaves = Vec::new();
@@ -294,7 +294,7 @@ fn inputs(t: &Trajectory) -> (Vec<Input<'_>>, String) {
         .steps
         .iter()
         .flat_map(|s| &s.tool_calls)
-        .filter_map(|c| c.id.as_deref().map(|id| (id, (c.name.as_str(), &c.arguments))))
+        .filter_map(|c| c.id.as_deref().map(|id| (id, (c.name.as_str(), c.arguments.value()))))
         .collect();
     let mut out = Vec::new();
     for (i, step) in t.steps.iter().enumerate() {

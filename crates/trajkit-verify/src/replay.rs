@@ -74,7 +74,7 @@ pub fn actions(t: &Trajectory) -> Vec<ActionRef> {
                 step: i,
                 call_id: call.id.clone(),
                 name: call.name.clone(),
-                arguments: call.arguments.clone(),
+                arguments: call.arguments.value().clone(),
                 recorded,
             });
         }
@@ -88,7 +88,7 @@ fn recorded_result(t: &Trajectory, call_id: &str) -> Option<Value> {
         .filter(|s| !s.copied_context && !s.subagent)
         .flat_map(|s| &s.tool_results)
         .find(|r| r.call_id.as_deref() == Some(call_id))
-        .and_then(|r| r.content.clone())
+        .and_then(|r| r.content.as_deref().cloned())
 }
 
 /// Whether a replayed observation equals a recorded tool result: equal JSON, or the

@@ -137,7 +137,7 @@ fn a_reset_to_another_state_violates_reset_discipline() {
 fn an_observation_unlike_the_recorded_result_is_a_divergence_from_the_record() {
     let dir = tempfile::tempdir().unwrap();
     let mut t = trajectory("tag_ada.json");
-    t.steps[4].tool_results[0].content = Some(json!("{\"id\":5}"));
+    t.steps[4].tool_results[0].content = Some(json!("{\"id\":5}").into());
     let report = replay(&t, &options(dir.path(), "", 0), 1, None).unwrap();
     let d = report.divergence.unwrap();
     assert_eq!((d.action, d.against.as_str()), (2, "record"));

@@ -210,7 +210,7 @@ pub fn hostile_entry() -> (Row, Trajectory) {
     t.agent.model = Some(HOSTILE[2].into());
     t.provenance.path = format!("runs/{}.jsonl", HOSTILE[1]);
     let user = t.steps.iter_mut().find(|s| s.role == Role::User).expect("a user step");
-    user.content = Some(serde_json::Value::String(h.clone()));
+    user.content = Some(serde_json::Value::String(h.clone()).into());
     let call_step = t.steps.iter().position(|s| !s.tool_calls.is_empty()).expect("a tool call");
     let old_id = t.steps[call_step].tool_calls[0].id.clone();
     let new_id = format!("call{}", HOSTILE[1]);
@@ -219,13 +219,13 @@ pub fn hostile_entry() -> (Row, Trajectory) {
         step.reasoning = Some(HOSTILE[3].into());
         step.tool_calls[0].name = HOSTILE[4].into();
         step.tool_calls[0].id = Some(new_id.clone());
-        step.tool_calls[0].arguments = serde_json::json!({ HOSTILE[5]: HOSTILE[6], "all": h });
+        step.tool_calls[0].arguments = serde_json::json!({ HOSTILE[5]: HOSTILE[6], "all": h }).into();
     }
     for step in &mut t.steps {
         for r in &mut step.tool_results {
             if r.call_id.is_some() && r.call_id == old_id {
                 r.call_id = Some(new_id.clone());
-                r.content = Some(serde_json::Value::String(h.clone()));
+                r.content = Some(serde_json::Value::String(h.clone()).into());
             }
         }
     }

@@ -352,7 +352,7 @@ fn invocation_call(p: &Value) -> ToolCall {
         extra.insert("invocationMessage".into(), Value::String(m.into()));
     }
     ToolCall {
-        arguments: Value::Object(Map::new()),
+        arguments: Value::Object(Map::new()).into(),
         arguments_invalid: false,
         extra,
         id: str_at("toolCallId"),
@@ -376,7 +376,7 @@ fn answer(id: &str, results: &mut Map<String, Value>) -> Option<ToolResult> {
     };
     Some(ToolResult {
         call_id: Some(id.to_string()),
-        content: Some(content),
+        content: Some(content.into()),
         extra: Extra::new(),
         subagent_refs: Vec::new(),
     })

@@ -255,7 +255,8 @@ impl Log {
         let content = content.or_else(|| take(&mut data, "error"));
         let timestamp = envelope.get("timestamp").and_then(Value::as_str).map(str::to_string);
         data.extend(envelope);
-        let result = ToolResult { call_id, content, extra: data.into(), subagent_refs: Vec::new() };
+        let result =
+            ToolResult { call_id, content: content.map(Into::into), extra: data.into(), subagent_refs: Vec::new() };
         match self.steps.last_mut().filter(|s| s.role == Role::Tool) {
             Some(step) => step.tool_results.push(result),
             None => {

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::{Mutex, OnceLock};
 
 use serde_json::{Map, Value};
-use trajkit_model::{Agent, Metrics, Outcome, Role, Status, Step, ToolCall, ToolResult, Trajectory};
+use trajkit_model::{Agent, LazyValue, Metrics, Outcome, Role, Status, Step, ToolCall, ToolResult, Trajectory};
 
 use crate::error::FormatError;
 use crate::input::InputFile;
@@ -446,7 +446,7 @@ impl MappingReader {
 
 /// A result answering `call_id` (none: unlinked).
 fn result(call_id: Option<String>, content: Option<Value>) -> ToolResult {
-    ToolResult { call_id, content, extra: Default::default(), subagent_refs: Vec::new() }
+    ToolResult { call_id, content: content.map(Into::into), extra: Default::default(), subagent_refs: Vec::new() }
 }
 
 /// The step of a result carried in message `index` (`step`): it answers the message's only
@@ -472,12 +472,8 @@ fn answer_step(step: &mut Step, index: usize, content: Value) -> Step {
 
 /// A call's arguments: an object as it is, a JSON string parsed (kept verbatim and flagged
 /// when it is not JSON), absent `{}` (the rule of `json::take_arguments`).
-fn arguments(value: Option<Value>) -> (Value, bool) {
-    let mut m = Map::new();
-    if let Some(v) = value {
-        m.insert("arguments".into(), v);
-    }
-    crate::json::take_arguments(&mut m)
+fn arguments(value: Option<Value>) -> (LazyValue, bool) {
+    crate::json::arguments_of(value.map(LazyValue::from))
 }
 
 /// Removes the objects of `filled` that taking mapped fields emptied.

@@ -141,7 +141,7 @@ impl Building {
         let arguments = state.remove("input").unwrap_or_else(|| Value::Object(Map::new()));
         let status = state.get("status").and_then(Value::as_str).unwrap_or_default().to_string();
         let mut call = ToolCall {
-            arguments,
+            arguments: arguments.into(),
             arguments_invalid: false,
             extra: p.into(),
             id: id.clone(),
@@ -158,7 +158,12 @@ impl Building {
             }
         };
         self.calls.push(call);
-        self.results.push(ToolResult { call_id: id, content, extra: state.into(), subagent_refs: Vec::new() });
+        self.results.push(ToolResult {
+            call_id: id,
+            content: content.map(Into::into),
+            extra: state.into(),
+            subagent_refs: Vec::new(),
+        });
     }
 
     /// The assistant step and, when results were recorded, the tool step after it.

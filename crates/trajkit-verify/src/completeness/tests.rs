@@ -15,7 +15,7 @@ fn complete() -> Trajectory {
     .unwrap();
     let mut act = Step::new(Role::Assistant, Some(json!("listing")));
     act.tool_calls.push(ToolCall {
-        arguments: json!({"cmd": "ls"}),
+        arguments: json!({"cmd": "ls"}).into(),
         arguments_invalid: false,
         extra: Default::default(),
         id: Some("c1".into()),
@@ -25,7 +25,7 @@ fn complete() -> Trajectory {
     let mut obs = Step::new(Role::Tool, None);
     obs.tool_results.push(ToolResult {
         call_id: Some("c1".into()),
-        content: Some(json!("a.txt")),
+        content: Some(json!("a.txt").into()),
         extra: Default::default(),
         subagent_refs: vec![],
     });

@@ -46,17 +46,17 @@ fn the_contacts_task_hides_contact_id_4_and_owner_id_1() {
 fn observations_are_earned_by_the_same_call_and_short_values_need_their_field() {
     let long = "[{\"id\":7,\"name\":\"Ada Lovelace\",\"phone\":\"+44 20 7946 0000\"}]";
     let mut w = contacts("tag_ada.json");
-    w.steps[2].tool_results[0].content = Some(json!(long));
+    w.steps[2].tool_results[0].content = Some(json!(long).into());
     let m = material(INSTRUCTION, Some(&w), &expectation());
     assert_eq!(m.iter().filter(|m| m.kind == MaterialKind::WitnessObservation).count(), 1);
 
     let mut earned = contacts("tag_ada.json");
     earned.id = "earned".into();
-    earned.steps[2].tool_results[0].content = Some(json!(long));
+    earned.steps[2].tool_results[0].content = Some(json!(long).into());
     let mut other_call = earned.clone();
     other_call.id = "other-call".into();
     other_call.steps[1].tool_calls[0] =
-        ToolCall { arguments: json!({"query": "Lovelace"}), ..earned.steps[1].tool_calls[0].clone() };
+        ToolCall { arguments: json!({"query": "Lovelace"}).into(), ..earned.steps[1].tool_calls[0].clone() };
     let mut told = contacts("tag_ada.json");
     told.id = "told".into();
     told.steps.insert(0, Step::new(Role::System, Some(json!(format!("Known: {long}; you have 4 contacts.")))));

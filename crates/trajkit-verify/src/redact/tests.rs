@@ -32,7 +32,7 @@ fn text(role: Role, s: &str) -> Step {
 fn call(id: &str, args: serde_json::Value) -> Step {
     let mut s = Step::new(Role::Assistant, None);
     s.tool_calls.push(ToolCall {
-        arguments: args,
+        arguments: args.into(),
         arguments_invalid: false,
         extra: Default::default(),
         id: Some(id.into()),
@@ -46,7 +46,7 @@ fn result(id: &str, content: &str) -> Step {
     let mut s = Step::new(Role::Tool, None);
     s.tool_results.push(ToolResult {
         call_id: Some(id.into()),
-        content: Some(json!(content)),
+        content: Some(json!(content).into()),
         extra: Default::default(),
         subagent_refs: vec![],
     });
