@@ -18,24 +18,34 @@ use serde_json::Value;
 use crate::{compact, json_text, Extra};
 
 /// A JSON value, kept as its source text until something reads it (`Deref` to `Value`).
-/// Compares, hashes into digests and serializes exactly as the `Value` it stands for.
+/// Compares, hashes into digests and serializes exactly as the `Value` it stands for. As
+/// small as a `Value` (what is not parsed yet is boxed), so records whose readers build
+/// `Value`s pay nothing for it.
 #[derive(Clone)]
-pub struct LazyValue {
-    /// What the value is held as until read; `Held::Value` once changed through `DerefMut`.
-    held: Held,
-    /// The value, built from `held` on first read (always set when `held` is `Held::Value`).
+pub struct LazyValue(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    /// A parsed value (also what a kept value becomes once changed through `DerefMut`).
+    Value(Value),
+    /// Source text that `json_text` accepted.
+    Text(Box<Cell<Box<str>>>),
+    /// An object whose members may still be text: what a reader leaves of an object it
+    /// took apart (written member by member, never re-read as a whole).
+    Members(Box<Cell<Extra>>),
+}
+
+/// What a value is held as, and the `Value` built from it on first read.
+#[derive(Clone)]
+struct Cell<T> {
+    held: T,
     parsed: OnceLock<Value>,
 }
 
-#[derive(Clone)]
-enum Held {
-    /// Source text that `json_text` accepted.
-    Text(Box<str>),
-    /// An object whose members may still be text: what a reader leaves of an object it
-    /// took apart (written member by member, never re-read as a whole).
-    Members(Box<Extra>),
-    /// Only the parsed value.
-    Value,
+impl<T> Cell<T> {
+    fn new(held: T) -> Box<Self> {
+        Box::new(Cell { held, parsed: OnceLock::new() })
+    }
 }
 
 impl LazyValue {
@@ -56,71 +66,77 @@ impl LazyValue {
 
     /// Text that `json_text` accepted.
     pub(crate) fn from_checked(text: Box<str>) -> Self {
-        LazyValue { held: Held::Text(text), parsed: OnceLock::new() }
+        LazyValue(Repr::Text(Cell::new(text)))
     }
 
     /// An object of `extra`'s members, those kept as text still text.
     pub(crate) fn from_members(extra: Extra) -> Self {
-        LazyValue { held: Held::Members(Box::new(extra)), parsed: OnceLock::new() }
+        LazyValue(Repr::Members(Cell::new(extra)))
     }
 
     /// The value (built from the text or members on first read).
     pub fn value(&self) -> &Value {
-        self.parsed.get_or_init(|| match &self.held {
-            Held::Text(text) => parse(text),
-            Held::Members(extra) => Value::Object(extra.iter().map(|(k, v)| (k.clone(), v.clone())).collect()),
-            Held::Value => Value::Null,
-        })
+        match &self.0 {
+            Repr::Value(v) => v,
+            Repr::Text(c) => c.parsed.get_or_init(|| parse(&c.held)),
+            Repr::Members(c) => {
+                c.parsed.get_or_init(|| Value::Object(c.held.iter().map(|(k, v)| (k.clone(), v.clone())).collect()))
+            }
+        }
     }
 
     /// The source text, while the value is still kept as text.
     pub fn text(&self) -> Option<&str> {
-        match &self.held {
-            Held::Text(text) => Some(text),
+        match &self.0 {
+            Repr::Text(c) => Some(&c.held),
             _ => None,
         }
     }
 
     /// Whether the value is still held as text or members (not parsed into a `Value`).
     pub(crate) fn is_lazy(&self) -> bool {
-        !matches!(self.held, Held::Value)
+        !matches!(self.0, Repr::Value(_))
     }
 
     /// The members, when this is an object held as members.
     pub(crate) fn into_members(self) -> Result<Extra, Self> {
-        match self.held {
-            Held::Members(extra) => Ok(*extra),
-            held => Err(LazyValue { held, parsed: self.parsed }),
+        match self.0 {
+            Repr::Members(c) => Ok(c.held),
+            repr => Err(LazyValue(repr)),
         }
     }
 
     /// The value, parsed with `parse` if it is still text (a faster parser that builds the
     /// same `Value`, such as the token-array reader).
     pub fn into_value_with<E>(self, parse: impl FnOnce(&str) -> Result<Value, E>) -> Result<Value, E> {
-        let LazyValue { held, parsed } = self;
-        match (parsed.into_inner(), held) {
-            (Some(v), _) => Ok(v),
-            (None, Held::Text(text)) => parse(&text),
-            (None, Held::Members(extra)) => Ok(Value::from(*extra)),
-            (None, Held::Value) => Ok(Value::Null),
+        match self.0 {
+            Repr::Value(v) => Ok(v),
+            Repr::Text(c) => match c.parsed.into_inner() {
+                Some(v) => Ok(v),
+                None => parse(&c.held),
+            },
+            Repr::Members(c) => {
+                let Cell { held, parsed } = *c;
+                Ok(parsed.into_inner().unwrap_or_else(|| Value::from(held)))
+            }
         }
     }
 
     /// Whether the value is `null`, without parsing text (shadows `Value::is_null`).
     pub fn is_null(&self) -> bool {
-        match &self.held {
-            Held::Text(text) => &**text == "null",
-            Held::Members(_) => false,
-            Held::Value => self.value().is_null(),
+        match &self.0 {
+            Repr::Value(v) => v.is_null(),
+            Repr::Text(c) => &*c.held == "null",
+            Repr::Members(_) => false,
         }
     }
 
     /// Whether the value is a string, without parsing text (shadows `Value::is_string`).
     pub fn is_string(&self) -> bool {
-        match &self.held {
-            Held::Text(text) => text.starts_with('"'),
-            Held::Members(_) => false,
-            Held::Value => self.value().is_string(),
+        match &self.0 {
+            Repr::Value(v) => v.is_string(),
+            Repr::Text(c) => c.held.starts_with('"'),
+            Repr::Members(_) => false,
         }
     }
 
@@ -162,18 +178,20 @@ impl Deref for LazyValue {
 /// Changing the value drops the text it came from.
 impl DerefMut for LazyValue {
     fn deref_mut(&mut self) -> &mut Value {
-        self.value(); // parsed now if it was not yet
-        self.held = Held::Value;
-        match self.parsed.get_mut() {
-            Some(v) => v,
-            None => unreachable!("`get` sets the value"),
+        if self.is_lazy() {
+            let value = std::mem::take(self).into_value();
+            self.0 = Repr::Value(value);
+        }
+        match &mut self.0 {
+            Repr::Value(v) => v,
+            _ => unreachable!("made a value just above"),
         }
     }
 }
 
 impl From<Value> for LazyValue {
     fn from(value: Value) -> Self {
-        LazyValue { held: Held::Value, parsed: OnceLock::from(value) }
+        LazyValue(Repr::Value(value))
     }
 }
 
@@ -213,12 +231,10 @@ impl PartialEq<Value> for LazyValue {
 
 impl Serialize for LazyValue {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match &self.held {
-            Held::Text(text) => {
-                serializer.serialize_newtype_struct(compact::JSON_TEXT, &TextOrValue(text, &self.parsed))
-            }
-            Held::Members(extra) => extra.serialize(serializer),
-            Held::Value => self.value().serialize(serializer),
+        match &self.0 {
+            Repr::Value(v) => v.serialize(serializer),
+            Repr::Text(c) => serializer.serialize_newtype_struct(compact::JSON_TEXT, &TextOrValue(&c.held, &c.parsed)),
+            Repr::Members(c) => c.held.serialize(serializer),
         }
     }
 }
@@ -275,6 +291,7 @@ mod tests {
         let whole: Value = serde_json::from_str(text).expect("valid");
         let lazy = LazyValue::from_text(text).expect("accepted");
         assert_eq!(lazy.text(), Some(text.trim()));
+        assert_eq!(std::mem::size_of::<LazyValue>(), std::mem::size_of::<Value>(), "no bigger than a Value");
         assert_eq!(compact::to_string(&lazy).ok(), compact::to_string(&whole).ok());
         assert_eq!(serde_json::to_string(&lazy).ok(), serde_json::to_string(&whole).ok());
         assert_eq!(serde_json::to_value(&lazy).ok(), Some(whole.clone()));
