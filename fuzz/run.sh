@@ -17,7 +17,7 @@ if [ "${1:-}" = --mutation ]; then
   cargo build -p trajkit-fuzz --locked --quiet
   status=0
   for t in $targets; do
-    target/debug/trajkit-fuzz "$t" --seconds "$seconds" --seed "${FUZZ_SEED:-1}" || status=1
+    "${CARGO_TARGET_DIR:-target}/debug/trajkit-fuzz" "$t" --seconds "$seconds" --seed "${FUZZ_SEED:-1}" || status=1
   done
   exit "$status"
 fi

@@ -158,7 +158,8 @@ fn json(input: &[u8]) -> String {
     }
 }
 
-/// True when `text` parses; panics when `json::parse_text` and serde_json disagree.
+/// True when `text` parses; panics when `json::parse_text` and serde_json disagree, or
+/// text kept unparsed (`same_as_text`) reads or writes otherwise.
 fn same_parse(text: &[u8]) -> bool {
     let ours = trajkit_formats::json::parse_text(text);
     let theirs = std::str::from_utf8(text).ok().and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok());
@@ -169,9 +170,17 @@ fn same_parse(text: &[u8]) -> bool {
     ours.is_some()
 }
 
-/// Panics when an object `Extra` keeps member by member as text is not the object serde_json
+/// Panics when a value `LazyValue` or `Extra` keeps as text is not the value serde_json
 /// parses, or its canonical JSON written from the text differs from that of the `Value`.
 fn same_as_text(text: &[u8], theirs: Option<&serde_json::Value>) {
+    if let Some(lazy) = std::str::from_utf8(text).ok().and_then(trajkit_model::LazyValue::from_text) {
+        let Some(value) = theirs else {
+            panic!("LazyValue kept text that serde_json does not parse");
+        };
+        let written = trajkit_model::compact::to_string(&lazy).ok();
+        assert!(written == trajkit_model::compact::to_string(value).ok(), "LazyValue written from text differs");
+        assert!(lazy.value() == value, "LazyValue kept as text reads differently");
+    }
     let Some(extra) = std::str::from_utf8(text).ok().and_then(trajkit_model::Extra::from_object_text) else {
         return;
     };
