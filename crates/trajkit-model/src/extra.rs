@@ -372,6 +372,10 @@ mod tests {
         holder.insert_lazy("k".into(), lazy.clone());
         assert_eq!(holder.get("k"), Some(&expected));
         assert_eq!(Extra::try_from(lazy.clone()).ok(), Some(extra));
+        let mut changed = lazy.clone();
+        changed["b"] = json!(0);
+        assert_eq!(changed["b"], json!(0));
+        assert_eq!(*lazy, expected, "a clone shares the members, never a change");
         assert_eq!(lazy.into_value(), expected);
         assert_eq!(LazyValue::from(Extra::new()).into_value(), json!({}));
     }
