@@ -171,7 +171,8 @@ fn same_parse(text: &[u8]) -> bool {
 }
 
 /// Panics when a value `LazyValue` or `Extra` keeps as text is not the value serde_json
-/// parses, or its canonical JSON written from the text differs from that of the `Value`.
+/// parses, its canonical JSON written from the text differs from that of the `Value`, or a
+/// string's ends read from the text are not the string's.
 fn same_as_text(text: &[u8], theirs: Option<&serde_json::Value>) {
     if let Some(lazy) = std::str::from_utf8(text).ok().and_then(trajkit_model::LazyValue::from_text) {
         let Some(value) = theirs else {
@@ -180,6 +181,9 @@ fn same_as_text(text: &[u8], theirs: Option<&serde_json::Value>) {
         let written = trajkit_model::compact::to_string(&lazy).ok();
         assert!(written == trajkit_model::compact::to_string(value).ok(), "LazyValue written from text differs");
         assert!(lazy.value() == value, "LazyValue kept as text reads differently");
+        if let (Some((first, tail)), Some(whole)) = (lazy.string_ends(8), value.as_str()) {
+            assert!(whole.starts_with(first) && whole.ends_with(&tail), "a string's ends differ from the string");
+        }
     }
     let Some(extra) = std::str::from_utf8(text).ok().and_then(trajkit_model::Extra::from_object_text) else {
         return;

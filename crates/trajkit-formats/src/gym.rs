@@ -514,11 +514,6 @@ const TASK_ID_PATHS: &[&[&str]] = &[
     &["scenario_id"],
 ];
 
-fn lookup<'a>(row: &'a Extra, path: &[&str]) -> Option<&'a Value> {
-    let (first, rest) = path.split_first()?;
-    rest.iter().try_fold(row.get(first)?, |v, k| v.get(*k))
-}
-
 /// The instruction: every user message before the first assistant step, joined (the
 /// first message alone is often a generic prompt shared by many tasks).
 fn initial_instruction(steps: &[Step]) -> Option<String> {
@@ -534,7 +529,7 @@ fn initial_instruction(steps: &[Step]) -> Option<String> {
 /// Task: an explicit id (`TASK_ID_PATHS`), else the hashed initial user instruction
 /// plus the agent (environment) name. `_ng_task_index` is never a key.
 fn task(row: &mut Extra, steps: &[Step], environment: Option<&str>, sha: &str) -> Task {
-    let explicit = TASK_ID_PATHS.iter().find_map(|path| match lookup(row, path)? {
+    let explicit = TASK_ID_PATHS.iter().find_map(|path| match row.get_path(path)?.as_ref() {
         Value::String(s) if !s.is_empty() => Some(s.clone()),
         Value::Number(n) => Some(n.to_string()),
         _ => None,

@@ -3,7 +3,7 @@
 //! ending in "..." is not caught, is in docs/record.md (`truncated_observation`).
 
 use serde_json::Value;
-use trajkit_model::{Gap, GapKind, Role, Step, Trajectory};
+use trajkit_model::{Gap, GapKind, LazyValue, Role, Step, Trajectory};
 
 /// Markers a collector appends where it cut an observation (compared case-insensitively
 /// at the very end of the text, trailing whitespace and dots ignored).
@@ -29,7 +29,39 @@ pub(crate) fn mark_truncated_observations(t: &mut Trajectory) {
 /// own content when the step is a tool step.
 fn step_truncation(step: &Step) -> Option<&'static str> {
     let own = (step.role == Role::Tool).then_some(step.content.as_ref()).flatten();
-    step.tool_results.iter().filter_map(|r| r.content.as_ref()).chain(own).find_map(|v| truncation(&text_of(v)?))
+    step.tool_results.iter().filter_map(|r| r.content.as_ref()).chain(own).find_map(observation_truncation)
+}
+
+/// `truncation` of one observation. A long string still held as text is judged from its
+/// end alone when that decides (a tool output is often tens of kilobytes, and decoding it
+/// whole was 4 % of Gym `inspect`'s instructions); otherwise it is read whole.
+fn observation_truncation(v: &LazyValue) -> Option<&'static str> {
+    if let Some((first, tail)) = v.string_ends(TAIL_BYTES) {
+        if let Some(found) = tail_truncation(first, &tail) {
+            return found;
+        }
+    }
+    truncation(&text_of(v)?)
+}
+
+/// Source bytes of a string's end that `tail_truncation` reads (it needs 24 characters after
+/// trailing whitespace and dots are trimmed).
+const TAIL_BYTES: usize = 256;
+
+/// `truncation` of a text known by its first character and its end, when that decides:
+/// `None` when the end is too short once trimmed, or the text may be a JSON prefix (that
+/// takes the whole text to judge).
+fn tail_truncation(first: char, tail: &str) -> Option<Option<&'static str>> {
+    let end = tail.trim_end();
+    let bare = end.trim_end_matches(['.', '…']).trim_end();
+    if bare.len() < 32 {
+        return None;
+    }
+    let json_like = matches!(first, '{' | '[');
+    if json_like && !end.ends_with(['}', ']']) {
+        return None;
+    }
+    Some(marker(bare))
 }
 
 /// The observation as text: a string, or the text parts of a content list.
@@ -41,10 +73,8 @@ fn text_of(v: &Value) -> Option<String> {
 pub fn truncation(text: &str) -> Option<&'static str> {
     let end = text.trim_end();
     let bare = end.trim_end_matches(['.', '…']).trim_end();
-    let tail_start = (bare.len().saturating_sub(24)..=bare.len()).find(|&i| bare.is_char_boundary(i)).unwrap_or(0);
-    let tail = bare[tail_start..].to_ascii_lowercase();
-    if MARKERS.iter().any(|m| tail.ends_with(m)) {
-        return Some("truncation marker");
+    if let Some(found) = marker(bare) {
+        return Some(found);
     }
     // A complete JSON value ends with its closing bracket: only other endings are parsed.
     let json_like = matches!(end.as_bytes().first(), Some(b'{' | b'['));
@@ -52,6 +82,13 @@ pub fn truncation(text: &str) -> Option<&'static str> {
         return Some("JSON payload cut mid-value");
     }
     None
+}
+
+/// A truncation marker at the end of `bare` (the text without trailing whitespace and dots).
+fn marker(bare: &str) -> Option<&'static str> {
+    let tail_start = (bare.len().saturating_sub(24)..=bare.len()).find(|&i| bare.is_char_boundary(i)).unwrap_or(0);
+    let tail = bare[tail_start..].to_ascii_lowercase();
+    MARKERS.iter().any(|m| tail.ends_with(m)).then_some("truncation marker")
 }
 
 /// True when `text` is a JSON prefix that ends before its value closes: the parser reaches
@@ -65,7 +102,54 @@ fn is_cut_json(text: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::truncation;
+    use super::{observation_truncation, tail_truncation, truncation, TAIL_BYTES};
+    use serde_json::Value;
+    use trajkit_model::LazyValue;
+
+    /// Synthetic: a long tool output kept as text is judged from its end exactly as the
+    /// whole decoded text is, whatever its ends hold (markers, escapes, whitespace, a JSON
+    /// prefix that needs the whole text).
+    #[test]
+    fn a_string_judged_from_its_end_as_from_the_whole() {
+        // JSON source text (escapes as written in a file).
+        let bodies = [r"line of output\n", r#"\"quoted\" \\ path\t"#, r#"{\"k\": [1, 2], "#, "é😀 ", "x"];
+        let ends = [
+            "",
+            " [truncated]",
+            r"\n[Output Truncated]...\n",
+            "<response clipped>   ",
+            " done.",
+            "...",
+            r"\u2026",
+            "]",
+            "}",
+            r#"\"}"#,
+            r"\n\n\n",
+            r"\u0020\u0020[truncated]",
+        ];
+        let starts = ["", r#"{\"rows\": ["#, "[", " {", r"\u007b"];
+        for body in bodies {
+            for start in starts {
+                for end in ends {
+                    for (repeat, pad) in
+                        [(1, ""), (200, ""), (200, "                                        "), (3, &*" ".repeat(700))]
+                    {
+                        let literal = format!("\"{start}{}{end}{pad}\"", body.repeat(repeat));
+                        let text: String = serde_json::from_str(&literal).expect("valid");
+                        let lazy = LazyValue::from_text(&literal).expect("accepted");
+                        assert_eq!(observation_truncation(&lazy), truncation(&text), "{literal}");
+                        if repeat == 200 && body != "x" && !text.starts_with(['{', '[']) {
+                            let tail = lazy.string_ends(TAIL_BYTES);
+                            let decided = tail.and_then(|(first, tail)| tail_truncation(first, &tail));
+                            assert!(decided.is_some(), "judged from the end: {literal}");
+                        }
+                        let parsed = LazyValue::from(Value::String(text.clone()));
+                        assert_eq!(observation_truncation(&parsed), truncation(&text), "{literal}");
+                    }
+                }
+            }
+        }
+    }
 
     /// Synthetic: the signatures one by one, and the prose and JSON that must not match.
     #[test]

@@ -7,6 +7,7 @@
 //! serde_json parses is kept this way, so reading a member cannot fail and gives the `Value`
 //! serde_json would have built from the whole object.
 
+use std::borrow::Cow;
 use std::collections::btree_map::{self, BTreeMap};
 use std::fmt;
 
@@ -60,6 +61,17 @@ impl Extra {
     /// The member `key`, parsed from its text on first read.
     pub fn get(&self, key: &str) -> Option<&Value> {
         self.values.get(key).or_else(|| self.texts.get(key).map(LazyValue::value))
+    }
+
+    /// The value at `path` (member names, the first one of this object), without parsing
+    /// the members on the way that are still text: a reader looking for one id inside a
+    /// large carried field (`instance_config`) checks its text instead of building it.
+    pub fn get_path(&self, path: &[&str]) -> Option<Cow<'_, Value>> {
+        let (first, rest) = path.split_first()?;
+        match self.values.get(*first) {
+            Some(v) => rest.iter().try_fold(v, |v, k| v.get(*k)).map(Cow::Borrowed),
+            None => self.texts.get(*first)?.get_path(rest),
+        }
     }
 
     /// The member `key` for changing (it stops being text).

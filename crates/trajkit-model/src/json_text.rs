@@ -534,6 +534,51 @@ fn write_escaped(out: &mut Vec<u8>, raw: &[u8]) -> Option<()> {
     Some(())
 }
 
+/// The two ends of the string literal `literal` (checked text, quotes included): its first
+/// character, and its decoded text from a point `keep` to `2 * keep` source bytes before the
+/// closing quote where no escape is cut (six bytes before it hold no backslash) to the end.
+/// `None` when the literal is not longer than `2 * keep`, no such point is found, or an
+/// escape does not decode.
+pub(crate) fn string_ends(literal: &str, keep: usize) -> Option<(char, String)> {
+    let inner = literal.strip_prefix('"')?.strip_suffix('"')?.as_bytes();
+    let first = match inner.first()? {
+        b'\\' => unescape(inner, 0)?.0,
+        _ => std::str::from_utf8(inner.get(..4.min(inner.len()))?).map_or_else(
+            |e| std::str::from_utf8(inner.get(..e.valid_up_to())?).ok()?.chars().next(),
+            |s| s.chars().next(),
+        )?,
+    };
+    Some((first, string_tail(inner, keep)?))
+}
+
+/// `string_ends`' tail of a literal's inner bytes.
+fn string_tail(inner: &[u8], keep: usize) -> Option<String> {
+    let len = inner.len();
+    if keep < 6 || len <= 2 * keep {
+        return None;
+    }
+    let uncut = |p: usize| {
+        let starts_char = inner.get(p).is_some_and(|c| (c & 0xC0) != 0x80);
+        starts_char && p.checked_sub(6).and_then(|b| inner.get(b..p)).is_some_and(|before| !before.contains(&b'\\'))
+    };
+    let start = (len - 2 * keep..=len - keep).rev().find(|&p| uncut(p))?;
+    decode(inner.get(start..)?)
+}
+
+/// The text a string literal's inner bytes (from a point where no escape is cut) stand for.
+fn decode(raw: &[u8]) -> Option<String> {
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while let Some(at) = raw.get(i..)?.iter().position(|&c| c == b'\\') {
+        out.extend_from_slice(raw.get(i..i + at)?);
+        let (c, len) = unescape(raw, i + at)?;
+        out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+        i += at + len;
+    }
+    out.extend_from_slice(raw.get(i..)?);
+    String::from_utf8(out).ok()
+}
+
 /// The character the JSON escape whose backslash is at `i` stands for, and the escape's
 /// length in bytes; `None` for an escape JSON does not have or a surrogate not in a
 /// high-low pair.
@@ -712,6 +757,39 @@ mod tests {
         assert_eq!(array_elements("[]"), Some(vec![]));
         assert_eq!(array_elements("[1,]"), None);
         assert_eq!(value(" \"x\" "), Some("\"x\""));
+    }
+
+    /// Synthetic (no real string has every escape at every cut point): a string's tail is
+    /// a suffix of its whole decoded text, whatever escape sits where the tail begins.
+    #[test]
+    fn string_tails_are_suffixes_of_the_decoded_string() {
+        let specials = ["\\\"", "\\\\", "\\n", "\\u00e9", "\\ud83d\\ude00", "é", "😀"];
+        for len in [13, 20, 21, 40, 64, 200] {
+            for at in 0..len {
+                for special in specials {
+                    for fill in ["x", "\\\\"] {
+                        let mut raw: String = fill.repeat(len);
+                        raw.insert_str(at * fill.len(), special);
+                        let literal = format!("\"{raw}\"");
+                        let whole: String = serde_json::from_str(&literal).expect("valid");
+                        match string_ends(&literal, 6) {
+                            Some((first, tail)) => {
+                                assert_eq!(whole.chars().next(), Some(first), "{literal}");
+                                assert!(whole.ends_with(&tail), "{literal}: {tail:?}");
+                                assert!(tail.len() >= 3, "{literal}: {tail:?}");
+                            }
+                            None => {
+                                let end = &raw.as_bytes()[raw.len().saturating_sub(18)..];
+                                assert!(raw.len() <= 12 || end.contains(&b'\\'), "{literal}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(string_ends(&format!("\"{}\"", "ab".repeat(20)), 6), Some(('a', "ababab".into())));
+        assert_eq!(string_ends("\"short\"", 6), None);
+        assert_eq!(string_ends("17", 6), None);
     }
 
     /// Synthetic: every split of a string across the eight-byte steps finds its end, with

@@ -7,6 +7,7 @@
 //! stopped doing it. Only text that `json_text` proves serde_json parses is kept, so reading
 //! it cannot fail and gives the `Value` serde_json would have built.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, OnceLock};
@@ -143,6 +144,27 @@ impl LazyValue {
         }
     }
 
+    /// The value at `path` (member names) inside this one; the objects on the way that are
+    /// still text are checked, not built (`Extra::get_path`).
+    pub fn get_path(&self, path: &[&str]) -> Option<Cow<'_, Value>> {
+        let Some(mut text) = self.text() else {
+            return path.iter().try_fold(self.value(), |v, k| v.get(*k)).map(Cow::Borrowed);
+        };
+        for key in path {
+            // serde_json keeps the last of a repeated name.
+            text = json_text::object_members(text)?.into_iter().rev().find(|(name, _)| name == key)?.1;
+        }
+        Some(Cow::Owned(parse(text)))
+    }
+
+    /// A long string still held as text, read at its two ends without decoding the rest:
+    /// its first character and the decoded text of its last `keep` to `2 * keep` source
+    /// bytes. `None` for anything else (read `value()`): a truncation check needs only a
+    /// tool output's two ends.
+    pub fn string_ends(&self, keep: usize) -> Option<(char, String)> {
+        json_text::string_ends(self.text()?, keep)
+    }
+
     /// The elements of an array, each still text if this was; the value itself when it is
     /// not an array.
     pub fn into_array(self) -> Result<Vec<LazyValue>, Value> {
@@ -165,9 +187,32 @@ impl LazyValue {
 }
 
 /// `json_text` accepted the text, so serde_json parses it; `Null` stands in only if that
-/// guarantee were broken.
+/// guarantee were broken. A string without escapes, a literal or a small non-negative
+/// integer is built directly: the readers take many short fields (`type`, `role`, ids),
+/// and serde_json's set-up cost several times the value's bytes (`bench/instructions.sh`).
 pub(crate) fn parse(text: &str) -> Value {
+    if let Some(v) = parse_scalar(text) {
+        return v;
+    }
     serde_json::from_str(text).unwrap_or(Value::Null)
+}
+
+/// The value of checked text that is a plain string, `true`, `false`, `null` or an integer
+/// of up to 18 digits, as serde_json builds it; `None` for anything else.
+fn parse_scalar(text: &str) -> Option<Value> {
+    match text.as_bytes().first()? {
+        b'"' => {
+            let inner = text.get(1..text.len().checked_sub(1)?)?;
+            (text.len() >= 2 && !inner.contains('\\')).then(|| Value::String(inner.to_owned()))
+        }
+        b't' if text == "true" => Some(Value::Bool(true)),
+        b'f' if text == "false" => Some(Value::Bool(false)),
+        b'n' if text == "null" => Some(Value::Null),
+        b'0'..=b'9' if text.len() <= 18 && text.bytes().all(|c| c.is_ascii_digit()) => {
+            text.parse::<u64>().ok().map(Value::from)
+        }
+        _ => None,
+    }
 }
 
 impl Deref for LazyValue {
@@ -285,6 +330,50 @@ impl schemars::JsonSchema for LazyValue {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Synthetic: the scalars built without serde_json are the values serde_json builds, and
+    /// a path inside text finds what the parsed value holds (the last of a repeated name).
+    #[test]
+    fn scalars_and_paths_read_as_serde_json_reads_them() {
+        let scalars = [
+            r#""""#,
+            r#""type""#,
+            r#""é 😀""#,
+            r#""a\"b""#,
+            r#""\u00e9""#,
+            "true",
+            "false",
+            "null",
+            "0",
+            "7",
+            "123456789012345678",
+            "1234567890123456789",
+            "18446744073709551616",
+            "-0",
+            "-1",
+            "1.5",
+            "1e2",
+            "[]",
+            "{}",
+        ];
+        for text in scalars {
+            let expected: Value = serde_json::from_str(text).expect("valid");
+            assert_eq!(parse(text), expected, "{text}");
+            if let Some(v) = parse_scalar(text) {
+                assert_eq!(format!("{v:?}"), format!("{expected:?}"), "same variant for {text}");
+            }
+        }
+        let text = r#"{"p": {"id": "first", "x": [1]}, "q": 2, "p": {"id": "last", "n": {"k": 7}}}"#;
+        let whole: Value = serde_json::from_str(text).expect("valid");
+        let lazy = LazyValue::from_text(text).expect("accepted");
+        let parsed = LazyValue::from(whole.clone());
+        for path in [&["p", "id"][..], &["p", "n", "k"], &["q"], &["q", "r"], &["p", "x"], &["none"], &[]] {
+            let expected = path.iter().try_fold(&whole, |v, k| v.get(*k));
+            assert_eq!(lazy.get_path(path).as_deref(), expected, "{path:?}");
+            assert_eq!(parsed.get_path(path).as_deref(), expected, "{path:?}");
+        }
+        assert!(lazy.text().is_some(), "finding a path parses nothing");
+    }
 
     /// Synthetic: a value kept as text reads, writes and compares as its parsed value in
     /// every form a record is written in, and stops being text once changed.
