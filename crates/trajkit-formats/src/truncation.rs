@@ -52,8 +52,7 @@ const TAIL_BYTES: usize = 256;
 /// `None` when the end is too short once trimmed, or the text may be a JSON prefix (that
 /// takes the whole text to judge).
 fn tail_truncation(first: char, tail: &str) -> Option<Option<&'static str>> {
-    let end = tail.trim_end();
-    let bare = end.trim_end_matches(['.', '…']).trim_end();
+    let (end, bare) = ends(tail);
     if bare.len() < 32 {
         return None;
     }
@@ -71,8 +70,7 @@ fn text_of(v: &Value) -> Option<String> {
 
 /// Which signature, if any, says `text` was cut short.
 pub fn truncation(text: &str) -> Option<&'static str> {
-    let end = text.trim_end();
-    let bare = end.trim_end_matches(['.', '…']).trim_end();
+    let (end, bare) = ends(text);
     if let Some(found) = marker(bare) {
         return Some(found);
     }
@@ -82,6 +80,12 @@ pub fn truncation(text: &str) -> Option<&'static str> {
         return Some("JSON payload cut mid-value");
     }
     None
+}
+
+/// The text without trailing whitespace, and without trailing whitespace and dots.
+fn ends(text: &str) -> (&str, &str) {
+    let end = text.trim_end();
+    (end, end.trim_end_matches(['.', '…']).trim_end())
 }
 
 /// A truncation marker at the end of `bare` (the text without trailing whitespace and dots).

@@ -540,43 +540,22 @@ fn write_escaped(out: &mut Vec<u8>, raw: &[u8]) -> Option<()> {
 /// `None` when the literal is not longer than `2 * keep`, no such point is found, or an
 /// escape does not decode.
 pub(crate) fn string_ends(literal: &str, keep: usize) -> Option<(char, String)> {
-    let inner = literal.strip_prefix('"')?.strip_suffix('"')?.as_bytes();
-    let first = match inner.first()? {
-        b'\\' => unescape(inner, 0)?.0,
-        _ => std::str::from_utf8(inner.get(..4.min(inner.len()))?).map_or_else(
-            |e| std::str::from_utf8(inner.get(..e.valid_up_to())?).ok()?.chars().next(),
-            |s| s.chars().next(),
-        )?,
-    };
+    let inner = literal.strip_prefix('"')?.strip_suffix('"')?;
+    let first = if inner.starts_with('\\') { unescape(inner.as_bytes(), 0)?.0 } else { inner.chars().next()? };
     Some((first, string_tail(inner, keep)?))
 }
 
-/// `string_ends`' tail of a literal's inner bytes.
-fn string_tail(inner: &[u8], keep: usize) -> Option<String> {
-    let len = inner.len();
+/// `string_ends`' tail of a literal's inner text, decoded by serde_json.
+fn string_tail(inner: &str, keep: usize) -> Option<String> {
+    let (bytes, len) = (inner.as_bytes(), inner.len());
     if keep < 6 || len <= 2 * keep {
         return None;
     }
     let uncut = |p: usize| {
-        let starts_char = inner.get(p).is_some_and(|c| (c & 0xC0) != 0x80);
-        starts_char && p.checked_sub(6).and_then(|b| inner.get(b..p)).is_some_and(|before| !before.contains(&b'\\'))
+        inner.is_char_boundary(p) && p.checked_sub(6).and_then(|b| bytes.get(b..p)).is_some_and(|b| !b.contains(&b'\\'))
     };
     let start = (len - 2 * keep..=len - keep).rev().find(|&p| uncut(p))?;
-    decode(inner.get(start..)?)
-}
-
-/// The text a string literal's inner bytes (from a point where no escape is cut) stand for.
-fn decode(raw: &[u8]) -> Option<String> {
-    let mut out = Vec::with_capacity(raw.len());
-    let mut i = 0;
-    while let Some(at) = raw.get(i..)?.iter().position(|&c| c == b'\\') {
-        out.extend_from_slice(raw.get(i..i + at)?);
-        let (c, len) = unescape(raw, i + at)?;
-        out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
-        i += at + len;
-    }
-    out.extend_from_slice(raw.get(i..)?);
-    String::from_utf8(out).ok()
+    serde_json::from_str(&format!("\"{}\"", inner.get(start..)?)).ok()
 }
 
 /// The character the JSON escape whose backslash is at `i` stands for, and the escape's

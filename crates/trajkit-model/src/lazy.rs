@@ -203,7 +203,7 @@ fn parse_scalar(text: &str) -> Option<Value> {
     match text.as_bytes().first()? {
         b'"' => {
             let inner = text.get(1..text.len().checked_sub(1)?)?;
-            (text.len() >= 2 && !inner.contains('\\')).then(|| Value::String(inner.to_owned()))
+            (!inner.contains('\\')).then(|| Value::String(inner.to_owned()))
         }
         b't' if text == "true" => Some(Value::Bool(true)),
         b'f' if text == "false" => Some(Value::Bool(false)),
