@@ -158,7 +158,8 @@ fn json(input: &[u8]) -> String {
     }
 }
 
-/// True when `text` parses; panics when `json::parse_text` and serde_json disagree, or
+/// True when `text` parses; panics when `json::parse_text` (or its keeping form) and
+/// serde_json disagree, or
 /// text kept unparsed (`same_as_text`) reads or writes otherwise.
 fn same_parse(text: &[u8]) -> bool {
     let ours = trajkit_formats::json::parse_text(text);
@@ -166,13 +167,16 @@ fn same_parse(text: &[u8]) -> bool {
     assert!(ours == theirs, "parse_text and serde_json give different values");
     let json = |v: &Option<serde_json::Value>| v.as_ref().and_then(|v| serde_json::to_string(v).ok());
     assert!(json(&ours) == json(&theirs), "parse_text and serde_json serialize differently");
+    let kept = trajkit_formats::json::parse_text_keeping(text).map(|p| p.into_value());
+    assert!(kept == theirs, "parse_text_keeping and serde_json give different values");
     same_as_text(text, theirs.as_ref());
     ours.is_some()
 }
 
-/// Panics when a value `LazyValue` or `Extra` keeps as text is not the value serde_json
-/// parses, its canonical JSON written from the text differs from that of the `Value`, or a
-/// string's ends read from the text are not the string's.
+/// Panics when a value `LazyValue` or `Extra` keeps as text (whole, or as a flat number
+/// array) is not the value serde_json parses, its canonical JSON written from the text
+/// differs from that of the `Value`, or a string's ends read from the text are not the
+/// string's.
 fn same_as_text(text: &[u8], theirs: Option<&serde_json::Value>) {
     if let Some(lazy) = std::str::from_utf8(text).ok().and_then(trajkit_model::LazyValue::from_text) {
         let Some(value) = theirs else {
@@ -184,6 +188,17 @@ fn same_as_text(text: &[u8], theirs: Option<&serde_json::Value>) {
         if let (Some((first, tail)), Some(whole)) = (lazy.string_ends(8), value.as_str()) {
             assert!(whole.starts_with(first) && whole.ends_with(&tail), "a string's ends differ from the string");
         }
+    }
+    if let Some((array, _, integers)) = std::str::from_utf8(text).ok().and_then(trajkit_model::LazyValue::number_array)
+    {
+        let Some(value) = theirs else {
+            panic!("a number array kept as text that serde_json does not parse");
+        };
+        assert!(array.value() == value, "a number array kept as text reads differently");
+        let written = trajkit_model::compact::to_string(&array).ok();
+        assert!(written == trajkit_model::compact::to_string(value).ok(), "a number array written from text differs");
+        let all_integers = value.as_array().is_some_and(|a| a.iter().all(|v| v.is_i64() || v.is_u64()));
+        assert!(integers == all_integers, "a number array's integer flag is wrong");
     }
     let Some(extra) = std::str::from_utf8(text).ok().and_then(trajkit_model::Extra::from_object_text) else {
         return;

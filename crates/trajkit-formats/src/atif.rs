@@ -20,7 +20,8 @@ use trajkit_model::{
 use crate::input::{self, InputFile};
 use crate::json;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult, TopOf, TopPeek, PEEK_BYTES};
-use crate::rejection::{parse_record, schema, Problem, Reason};
+use crate::rejection::{parse_record, parse_record_keeping, schema, Problem, Reason};
+use crate::token_arrays::{Kept, Parsed};
 
 /// The `schema_version` values the spec defines.
 pub const SCHEMA_VERSIONS: [&str; 8] =
@@ -171,13 +172,16 @@ impl Reader for AtifReader {
     }
 
     fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
-        match parse_record(raw.bytes) {
-            Ok(value) => self.read_parsed(value, raw, file),
+        match parse_record_keeping(raw.bytes) {
+            Ok(parsed) => self.read_parsed(parsed, raw, file),
             Err(p) => RecordResult::Rejected(vec![p]),
         }
     }
 
-    fn read_parsed(&self, value: Value, raw: &RawRecord, file: &InputFile) -> RecordResult {
+    fn read_parsed(&self, parsed: Parsed, raw: &RawRecord, file: &InputFile) -> RecordResult {
+        let Parsed { mut value, mut kept } = parsed;
+        hold_token_arrays(&value, &mut kept);
+        kept.restore(&mut value);
         let Value::Object(map) = value else {
             return RecordResult::Rejected(vec![schema(
                 "$",
@@ -201,6 +205,7 @@ impl Reader for AtifReader {
             consumed: Vec::new(),
             files_built: HashMap::new(),
             problems: Vec::new(),
+            kept,
         };
         let src = DocSource {
             display: file.display.clone(),
@@ -220,6 +225,24 @@ impl Reader for AtifReader {
         RecordResult::Accepted { trajectory: Box::new(trajectory), rollout_key: None, consumed: loader.consumed }
     }
 }
+
+/// Token arrays that stay text in the record: those of the document's own steps' metrics
+/// (ids only when all are integers, as the validator requires), which become the metrics'
+/// `extra` as they are. Their markers stand in for them while the validator (which sees an
+/// array of numbers) and the loader run; every other token array is put back in place.
+fn hold_token_arrays(value: &Value, kept: &mut Kept) {
+    let Some(Value::Array(steps)) = value.get("steps").filter(|_| !kept.is_empty()) else { return };
+    for metrics in steps.iter().filter_map(|s| s.get("metrics")?.as_object()) {
+        for key in TOKEN_KEYS {
+            if let Some(v) = metrics.get(key) {
+                kept.hold(v, key != "logprobs");
+            }
+        }
+    }
+}
+
+/// The step metrics that hold token ids or log probabilities.
+const TOKEN_KEYS: [&str; 3] = ["prompt_token_ids", "completion_token_ids", "logprobs"];
 
 /// The files that the ATIF documents in `bytes` reference (subagent trajectories and
 /// continuations). `parsed` is the first document already parsed by detection, if it was.
@@ -1089,6 +1112,8 @@ struct Loader<'a> {
     files_built: HashMap<PathBuf, String>,
     /// Rule violations in referenced ATIF files: they reject the whole record.
     problems: Vec<Problem>,
+    /// The record's own token arrays, held as text (`hold_token_arrays`).
+    kept: Kept,
 }
 
 /// Why a referenced file did not load.
@@ -1284,13 +1309,13 @@ impl Loader<'_> {
                     }
                 }
                 if let Some(f) = &fm {
-                    metrics = Some(map_metrics(f.clone(), "total_"));
+                    metrics = Some(map_metrics(f.clone(), "total_", &mut self.kept));
                 }
                 head_final = fm;
                 extra.extend(json::into_extra(m));
             } else {
                 if let Some(f) = &fm {
-                    metrics = Some(map_metrics(f.clone(), "total_"));
+                    metrics = Some(map_metrics(f.clone(), "total_", &mut self.kept));
                 }
                 let mut entry = m;
                 if let Some(f) = fm {
@@ -1304,7 +1329,7 @@ impl Loader<'_> {
             let own_root: &Scope = root_scope.unwrap_or(&scope);
             for step_v in seg_steps {
                 let index = steps.len();
-                let mut step = map_step(step_v);
+                let mut step = map_step(step_v, &mut self.kept);
                 for result in step.tool_results.iter_mut() {
                     let refs = match result.extra.get("subagent_trajectory_ref") {
                         Some(Value::Array(a)) => a.clone(),
@@ -1494,8 +1519,9 @@ fn map_agent(a: Value) -> (Agent, Option<Vec<Value>>, Option<Value>) {
 }
 
 /// A step's `metrics` (`prefix` empty) or a trajectory's `final_metrics` (`"total_"`): the
-/// same four figures under prefixed names; anything else stays in `extra`.
-fn map_metrics(v: Value, prefix: &str) -> Metrics {
+/// same four figures under prefixed names; anything else stays in `extra` (token arrays
+/// held by `hold_token_arrays` as their text).
+fn map_metrics(v: Value, prefix: &str, kept: &mut Kept) -> Metrics {
     let Value::Object(m) = v else {
         return Metrics::default();
     };
@@ -1510,10 +1536,17 @@ fn map_metrics(v: Value, prefix: &str) -> Metrics {
         }
         None
     });
+    if !kept.is_empty() {
+        for key in TOKEN_KEYS {
+            if let Some(text) = metrics.extra.get(key).and_then(|v| kept.take(v)) {
+                metrics.extra.insert_lazy(key.to_string(), text);
+            }
+        }
+    }
     metrics
 }
 
-fn map_step(v: Value) -> Step {
+fn map_step(v: Value, kept: &mut Kept) -> Step {
     let Value::Object(m) = v else {
         return Step::new(Role::System, Some(v));
     };
@@ -1535,7 +1568,7 @@ fn map_step(v: Value) -> Step {
             ("reasoning_content", Value::String(s)) => step.reasoning = Some(s),
             ("is_copied_context", Value::Bool(b)) => step.copied_context = b,
             ("tool_calls", Value::Array(calls)) => step.tool_calls = calls.into_iter().map(map_call).collect(),
-            ("metrics", v) if !v.is_null() => step.metrics = Some(map_metrics(v, "")),
+            ("metrics", v) if !v.is_null() => step.metrics = Some(map_metrics(v, "", kept)),
             ("observation", Value::Object(o)) => observation = Some(o),
             (_, v) => return Some(v),
         }
@@ -1759,6 +1792,33 @@ impl RefWalk<'_> {
 #[cfg(test)]
 mod tests {
     use super::valid_timestamp;
+
+    /// Real (Terminus 2's timeout trajectory): the steps' token arrays reach the record as
+    /// their source text, and read back as serde_json reads the file.
+    #[test]
+    fn token_arrays_stay_text() {
+        use super::{AtifReader, Reader, RecordResult, TOKEN_KEYS};
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/real/atif");
+        let path = root.join("terminus2-timeout-v1.6.trajectory.json");
+        let bytes = std::fs::read(&path).expect("fixture");
+        let file = crate::InputFile { fs_path: path, display: "t.json".into(), root };
+        let raw = crate::reader::RawRecord { bytes: &bytes, sha256: "00", line: None, document_index: Some(0) };
+        let RecordResult::Accepted { trajectory, .. } = AtifReader.read_record(&raw, &file) else {
+            panic!("the fixture is accepted")
+        };
+        let source: serde_json::Value = serde_json::from_slice(&bytes).expect("JSON");
+        let mut texts = 0;
+        for (i, step) in trajectory.steps.iter().enumerate() {
+            let Some(metrics) = &step.metrics else { continue };
+            for key in TOKEN_KEYS {
+                let Some(array) = metrics.extra.clone().remove_lazy(key) else { continue };
+                assert!(array.text().is_some(), "step {i} {key}");
+                assert_eq!(array.value(), &source["steps"][i]["metrics"][key], "step {i} {key}");
+                texts += 1;
+            }
+        }
+        assert_eq!(texts, 9);
+    }
 
     #[test]
     fn timestamps() {

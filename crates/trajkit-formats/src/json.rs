@@ -354,6 +354,12 @@ pub fn parse_text(bytes: &[u8]) -> Option<Value> {
     crate::token_arrays::parse(std::str::from_utf8(bytes).ok()?).ok()
 }
 
+/// `parse_text` with token arrays held back as text (`token_arrays::parse_keeping`): the
+/// planner's parse of a small document, which the reader may take over.
+pub fn parse_text_keeping(bytes: &[u8]) -> Option<crate::token_arrays::Parsed> {
+    crate::token_arrays::parse_keeping(std::str::from_utf8(bytes).ok()?).ok()
+}
+
 /// JSON path of an array element: `$.steps[3]`.
 pub fn idx(path: &str, i: usize) -> String {
     format!("{path}[{i}]")

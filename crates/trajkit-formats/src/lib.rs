@@ -47,7 +47,7 @@ pub mod swe_gym;
 pub mod swe_smith;
 pub mod tau2;
 pub mod tau_bench;
-mod token_arrays;
+pub mod token_arrays;
 pub mod toolbench;
 pub mod traces;
 pub mod truncation;

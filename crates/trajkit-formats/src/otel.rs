@@ -182,7 +182,7 @@ fn claims_file(p: &Path) -> bool {
         return false;
     }
     let (first, _) = crate::pipeline::first_line(&peek);
-    claim(&peek, first.as_ref()).is_some_and(|d| d.confidence >= 50)
+    claim(&peek, first.as_ref().map(|p| &p.value)).is_some_and(|d| d.confidence >= 50)
 }
 
 // ---------------------------------------------------------------------------------------

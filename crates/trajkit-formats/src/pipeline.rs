@@ -19,6 +19,7 @@ use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult, To
 use crate::registry;
 use crate::rejection::{schema, Problem, Reason, Rejection};
 use crate::report::{FileReport, TrajectoryCounts};
+use crate::token_arrays::Parsed;
 
 /// How to read.
 #[derive(Clone, Default)]
@@ -484,7 +485,7 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize, earl
     }
     let (first_line, multi) = first_line(&peek);
     let generic_layout = if multi || name.ends_with(".jsonl") { Layout::Lines } else { Layout::Document };
-    let prefix = Peek::new(&peek, &name, first_line.as_ref(), multi);
+    let prefix = Peek::new(&peek, &name, first_line.as_ref().map(|p| &p.value), multi);
     let claim = best(&prefix);
     // Inconclusive on a value larger than the peek: detect again on its skeleton, which
     // holds every top-level key wherever it falls (read up to the record limit; the bytes
@@ -505,7 +506,7 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize, earl
     }
     let (view, claim) = match &skeleton {
         Some(sk) => {
-            let line = sk.first_line.as_ref().or(first_line.as_ref());
+            let line = sk.first_line.as_ref().or(first_line.as_ref().map(|p| &p.value));
             let view = Peek::new(&sk.bytes, &name, line, multi || sk.more);
             let claim = best(&view).or(claim);
             (view, claim)
@@ -556,7 +557,7 @@ fn read_early(
     reader: &'static dyn Reader,
     plan: &Plan,
     bytes: &[u8],
-    parsed: Option<serde_json::Value>,
+    parsed: Option<Parsed>,
     limit: usize,
 ) -> Option<Processed> {
     let single = plan.layout == Layout::Document && !reader.expands() && reader.split_document(bytes).is_none();
@@ -642,9 +643,9 @@ fn decisive_top_level(peek: &[u8], name: &str) -> Option<(&'static dyn Reader, D
 
 /// Parses the first non-blank line when it is complete within the peek; also tells
 /// whether another non-blank line follows (the file is JSON Lines).
-pub(crate) fn first_line(peek: &[u8]) -> (Option<serde_json::Value>, bool) {
+pub(crate) fn first_line(peek: &[u8]) -> (Option<Parsed>, bool) {
     let (line, more) = crate::reader::first_line_span(peek);
-    let value: Option<serde_json::Value> = crate::json::parse_text(line);
+    let value = crate::json::parse_text_keeping(line);
     let multi = more && value.is_some();
     (value, multi)
 }
@@ -1242,7 +1243,7 @@ fn process(
     rec: &OwnedRecord,
     file: &InputFile,
     work: Work,
-    parsed: Option<serde_json::Value>,
+    parsed: Option<Parsed>,
     only: bool,
 ) -> Processed {
     let Work { canonical, keep, outcomes, analyze } = work;
@@ -1402,7 +1403,7 @@ mod tests {
         let mut decisive = 0;
         for (f, peek, name) in fixture_peeks() {
             let (line, multi) = first_line(&peek);
-            let view = Peek::new(&peek, &name, line.as_ref(), multi);
+            let view = Peek::new(&peek, &name, line.as_ref().map(|p| &p.value), multi);
             let every: Vec<_> = registry::all().iter().filter_map(|r| r.detect(&view).map(|d| (*r, d))).collect();
             for (r, d) in &every {
                 assert!(d.confidence <= r.max_confidence(), "{} claims {} on {}", r.name(), d.confidence, f.display);
@@ -1424,7 +1425,7 @@ mod tests {
         let (mut settled, mut declined) = (0, 0);
         for (f, peek, name) in fixture_peeks() {
             let (line, multi) = first_line(&peek);
-            let view = Peek::new(&peek, &name, line.as_ref(), multi);
+            let view = Peek::new(&peek, &name, line.as_ref().map(|p| &p.value), multi);
             let full = best(&view);
             let Some((r, d, top_multi)) = decisive_top_level(&peek, &name) else {
                 if full.as_ref().is_some_and(|(r, d)| r.name() == "atif" && d.confidence >= 97) {
@@ -1464,7 +1465,7 @@ mod tests {
             let got = decisive_top_level(peek, name);
             assert_eq!(got.as_ref().map(|(_, d, _)| d.layout), want, "{text:?}");
             let (line, multi) = first_line(peek);
-            let full = best(&Peek::new(peek, name, line.as_ref(), multi));
+            let full = best(&Peek::new(peek, name, line.as_ref().map(|p| &p.value), multi));
             if let Some((r, d, m)) = got {
                 assert_eq!((m, Some((r.name(), d))), (multi, full.map(|(r, d)| (r.name(), d))), "{text:?}");
             }

@@ -23,12 +23,15 @@ pub struct Peek<'a> {
     pub bytes: &'a [u8],
     /// File name without compression extension (`x.jsonl.gz` -> `x.jsonl`).
     pub name: &'a str,
-    /// The first non-blank line parsed as JSON, when it parses within the peek.
+    /// The first non-blank line parsed as JSON, when it parses within the peek. Token
+    /// arrays may stand as markers (`token_arrays::Parsed`): detection reads keys and kinds
+    /// of values, never their numbers.
     pub first_line: Option<&'a serde_json::Value>,
     /// True when the peek holds a second non-blank line after a complete first line.
     pub multi_line_records: bool,
-    /// The whole peek parsed as one value, once, on the first detector that asks.
-    document: OnceLock<Option<serde_json::Value>>,
+    /// The whole peek parsed as one value, once, on the first detector that asks (token
+    /// arrays held back as `first_line`'s are).
+    document: OnceLock<Option<crate::token_arrays::Parsed>>,
 }
 
 /// Where a `json::TopLevel` of a peek was read.
@@ -113,7 +116,7 @@ impl<'a> Peek<'a> {
         if self.first_line_is_document() {
             return self.first_line;
         }
-        self.document.get_or_init(|| crate::json::parse_text(self.bytes)).as_ref()
+        self.document.get_or_init(|| crate::json::parse_text_keeping(self.bytes)).as_ref().map(|p| &p.value)
     }
 
     /// True when the parsed first line is the parse of all the peek's bytes: nothing but
@@ -131,7 +134,7 @@ impl<'a> Peek<'a> {
 
     /// The document parsed by `document` from the peek's bytes (not a parsed first line),
     /// if a detector asked for it.
-    pub fn into_document(self) -> Option<serde_json::Value> {
+    pub fn into_document(self) -> Option<crate::token_arrays::Parsed> {
         self.document.into_inner().flatten()
     }
 
@@ -323,10 +326,11 @@ pub trait Reader: Send + Sync {
     /// Maps one record to a trajectory or a rejection. Runs in parallel.
     fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult;
 
-    /// `read_record` for a record whose bytes the planner already parsed as `value` (a
-    /// small one-record document): readers that start from a parse of the whole record
-    /// take it instead of parsing again; the default parses again.
-    fn read_parsed(&self, _value: serde_json::Value, raw: &RawRecord, file: &InputFile) -> RecordResult {
+    /// `read_record` for a record whose bytes the planner already parsed (a small
+    /// one-record document; token arrays may still be held back as text, see
+    /// `token_arrays::Parsed`): readers that start from a parse of the whole record take it
+    /// instead of parsing again; the default parses again.
+    fn read_parsed(&self, _parsed: crate::token_arrays::Parsed, raw: &RawRecord, file: &InputFile) -> RecordResult {
         self.read_record(raw, file)
     }
 }

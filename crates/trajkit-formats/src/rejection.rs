@@ -181,3 +181,10 @@ pub fn parse_record(bytes: &[u8]) -> Result<serde_json::Value, Problem> {
     let text = std::str::from_utf8(bytes).map_err(|e| invalid_utf8(&e))?;
     crate::token_arrays::parse(text).map_err(|e| json_problem(&e))
 }
+
+/// `parse_record` with token arrays held back as text (`token_arrays::parse_keeping`), for
+/// a reader that moves them into the record as they are.
+pub fn parse_record_keeping(bytes: &[u8]) -> Result<crate::token_arrays::Parsed, Problem> {
+    let text = std::str::from_utf8(bytes).map_err(|e| invalid_utf8(&e))?;
+    crate::token_arrays::parse_keeping(text).map_err(|e| json_problem(&e))
+}

@@ -16,6 +16,7 @@ use std::ops::Range;
 use std::sync::OnceLock;
 
 use serde_json::{Number, Value};
+use trajkit_model::LazyValue;
 
 /// Keys whose values are token ids or log probabilities (ATIF step metrics, NeMo Gym
 /// responses, canonical records' metrics extras), without their quotes.
@@ -27,24 +28,130 @@ const MIN_ELEMENTS: usize = 8;
 
 /// Parses JSON text into the `Value` serde_json builds, reading token arrays by a tight loop.
 pub(crate) fn parse(text: &str) -> serde_json::Result<Value> {
-    let arrays = find_arrays(text);
+    parse_with(text, false).map(Parsed::into_value)
+}
+
+/// Parses JSON text as `parse` does, but holds each token array of plain numbers back as
+/// text (a `LazyValue`, see `LazyValue::number_array`) behind a marker in the tree: a reader
+/// that moves token arrays into a record keeps them text, and nothing builds a `Value` per
+/// number only to drop it (13 million of them in corpus-1000's ATIF files).
+pub fn parse_keeping(text: &str) -> serde_json::Result<Parsed> {
+    parse_with(text, true)
+}
+
+fn parse_with(text: &str, keep: bool) -> serde_json::Result<Parsed> {
+    let arrays = find_arrays(text, keep);
     if arrays.is_empty() {
-        return serde_json::from_str(text);
+        return serde_json::from_str(text).map(Parsed::plain);
     }
     let marker = marker();
-    let mut value = match serde_json::from_str(&cut(text, &arrays, marker)) {
+    let value = match serde_json::from_str(&cut(text, &arrays, marker)) {
         Ok(v) => v,
-        Err(_) => return serde_json::from_str(text),
+        Err(_) => return serde_json::from_str(text).map(Parsed::plain),
     };
-    let mut slots: Vec<Option<Vec<Value>>> = arrays.into_iter().map(|(_, a)| Some(a)).collect();
-    let mut left = slots.len();
-    restore(&mut value, marker, &mut slots, &mut left);
-    Ok(value)
+    let slots = arrays.into_iter().map(|(_, slot)| slot).collect();
+    Ok(Parsed { value, kept: Kept { marker, slots } })
+}
+
+/// A parse whose token arrays may still be held back: a marker (an array of two random
+/// numbers and an index, which no file can name) stands in `value` for each array in `kept`.
+pub struct Parsed {
+    pub value: Value,
+    pub kept: Kept,
+}
+
+impl Parsed {
+    fn plain(value: Value) -> Self {
+        Parsed { value, kept: Kept { marker: (0, 0), slots: Vec::new() } }
+    }
+
+    /// The `Value` serde_json builds from the text: every array in place.
+    pub fn into_value(self) -> Value {
+        let Parsed { mut value, mut kept } = self;
+        for slot in &mut kept.slots {
+            if matches!(slot, Slot::Held(_)) {
+                if let Slot::Held(text) = std::mem::replace(slot, Slot::Empty) {
+                    *slot = Slot::Text(text, false);
+                }
+            }
+        }
+        kept.restore(&mut value);
+        value
+    }
+}
+
+/// The token arrays of a `Parsed`, by marker index.
+pub struct Kept {
+    marker: (u64, u64),
+    slots: Vec<Slot>,
+}
+
+/// One token array.
+enum Slot {
+    /// Read by the loop (numbers `LazyValue::number_array` does not keep as text).
+    Values(Vec<Value>),
+    /// Kept as text; whether all its elements are integers.
+    Text(LazyValue, bool),
+    /// Held for a reader: its marker stays in the tree until the reader takes it.
+    Held(LazyValue),
+    /// Placed in the tree or taken (or dropped with a repeated key, as serde_json drops it).
+    Empty,
+}
+
+impl Kept {
+    /// Whether the parse held back no array at all.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Holds the array that `v` stands for as text, when `v` is the marker of a kept array
+    /// (with `integers`, of one whose elements are all integers): `restore` leaves its
+    /// marker in place and `take` hands the text out. True when held.
+    pub fn hold(&mut self, v: &Value, integers: bool) -> bool {
+        let Some(slot) = self.slot(v) else { return false };
+        match std::mem::replace(slot, Slot::Empty) {
+            Slot::Text(text, all) if all || !integers => {
+                *slot = Slot::Held(text);
+                true
+            }
+            other => {
+                *slot = other;
+                false
+            }
+        }
+    }
+
+    /// The held array that `v` stands for, as text.
+    pub fn take(&mut self, v: &Value) -> Option<LazyValue> {
+        let slot = self.slot(v)?;
+        match std::mem::replace(slot, Slot::Empty) {
+            Slot::Held(text) => Some(text),
+            other => {
+                *slot = other;
+                None
+            }
+        }
+    }
+
+    /// Puts every array that is not held into the tree (a walk of the tree, skipped when
+    /// there is none).
+    pub fn restore(&mut self, value: &mut Value) {
+        let mut left = self.slots.iter().filter(|s| matches!(s, Slot::Values(_) | Slot::Text(..))).count();
+        if left > 0 {
+            restore(value, self.marker, &mut self.slots, &mut left);
+        }
+    }
+
+    fn slot(&mut self, v: &Value) -> Option<&mut Slot> {
+        let index = marker_index(v.as_array()?, self.marker)?;
+        self.slots.get_mut(index)
+    }
 }
 
 /// The flat number arrays under a token key, with their byte ranges, in text order: each `[`
-/// (rarer than quotes) is checked for a token key before it.
-fn find_arrays(text: &str) -> Vec<(Range<usize>, Vec<Value>)> {
+/// (rarer than quotes) is checked for a token key before it. With `keep`, arrays of plain
+/// numbers are kept as text.
+fn find_arrays(text: &str, keep: bool) -> Vec<(Range<usize>, Slot)> {
     let bytes = text.as_bytes();
     let mut out = Vec::new();
     let mut from = 0;
@@ -54,14 +161,29 @@ fn find_arrays(text: &str) -> Vec<(Range<usize>, Vec<Value>)> {
         if !after_token_key(&bytes[..open]) {
             continue;
         }
-        if let Some((end, values)) = number_array(text, open) {
-            if values.len() >= MIN_ELEMENTS {
-                out.push((open..end, values));
-                from = end;
+        let Some(end) = closing(bytes, open) else { continue };
+        let kept = keep.then(|| LazyValue::number_array(&text[open..end])).flatten();
+        let slot = match kept {
+            Some((text, n, integers)) if n >= MIN_ELEMENTS => Some(Slot::Text(text, integers)),
+            Some(_) => None,
+            None => {
+                number_array(&text[open + 1..end - 1]).filter(|values| values.len() >= MIN_ELEMENTS).map(Slot::Values)
             }
+        };
+        if let Some(slot) = slot {
+            out.push((open..end, slot));
+            from = end;
         }
     }
     out
+}
+
+/// The end (after `]`) of the candidate array opening at `open`. The search stops at a
+/// quote too: every candidate's key has one, so a text of many unclosed candidates is not
+/// scanned to its end from each (quadratic).
+fn closing(bytes: &[u8], open: usize) -> Option<usize> {
+    let close = open + 1 + memchr::memchr2(b']', b'"', &bytes[open + 1..])?;
+    (bytes[close] == b']').then_some(close + 1)
 }
 
 /// True when `before` ends with `"key"`, a colon and whitespace, for a token key whose opening
@@ -104,17 +226,9 @@ fn skip_ws(bytes: &[u8], mut i: usize) -> usize {
     i
 }
 
-/// Reads `[n, n, ...]` from `open` (the `[`): the end after `]` and the numbers as serde_json
-/// makes them, or `None` when any element is something this loop leaves to serde_json.
-fn number_array(text: &str, open: usize) -> Option<(usize, Vec<Value>)> {
-    let start = open + 1;
-    // The search stops at a quote too: every candidate's key has one, so a text of many
-    // unclosed candidates is not scanned to its end from each (quadratic).
-    let close = start + memchr::memchr2(b']', b'"', &text.as_bytes()[start..])?;
-    if text.as_bytes()[close] != b']' {
-        return None;
-    }
-    let body = &text[start..close];
+/// Reads the body of `[n, n, ...]` (between the brackets): the numbers as serde_json makes
+/// them, or `None` when any element is something this loop leaves to serde_json.
+fn number_array(body: &str) -> Option<Vec<Value>> {
     let mut out = Vec::with_capacity(memchr::memchr_iter(b',', body.as_bytes()).count() + 1);
     let mut i = skip_ws(body.as_bytes(), 0);
     loop {
@@ -123,7 +237,7 @@ fn number_array(text: &str, open: usize) -> Option<(usize, Vec<Value>)> {
         i = skip_ws(body.as_bytes(), next);
         match body.as_bytes().get(i) {
             Some(b',') => i = skip_ws(body.as_bytes(), i + 1),
-            None => return Some((close + 1, out)),
+            None => return Some(out),
             Some(_) => return None,
         }
     }
@@ -218,7 +332,7 @@ fn marker() -> (u64, u64) {
 }
 
 /// The text with each array replaced by `[marker0,marker1,index]`.
-fn cut(text: &str, arrays: &[(Range<usize>, Vec<Value>)], marker: (u64, u64)) -> String {
+fn cut(text: &str, arrays: &[(Range<usize>, Slot)], marker: (u64, u64)) -> String {
     let mut out = String::with_capacity(text.len());
     let mut at = 0;
     for (index, (range, _)) in arrays.iter().enumerate() {
@@ -230,33 +344,35 @@ fn cut(text: &str, arrays: &[(Range<usize>, Vec<Value>)], marker: (u64, u64)) ->
     out
 }
 
-/// Swaps every marker in the tree for its array; stops once all are placed (a marker under a
-/// key that appears twice in its object is dropped with it, as serde_json keeps the last).
-fn restore(value: &mut Value, marker: (u64, u64), slots: &mut [Option<Vec<Value>>], left: &mut usize) {
-    match value {
-        Value::Array(items) => {
-            if let Some(index) = marker_index(items, marker) {
-                if let Some(array) = slots.get_mut(index).and_then(Option::take) {
-                    *items = array;
-                    *left -= 1;
-                }
+/// Swaps every marker of an array not held for the array; stops once all are placed (a
+/// marker under a key that appears twice in its object is dropped with it, as serde_json
+/// keeps the last).
+fn restore(value: &mut Value, marker: (u64, u64), slots: &mut [Slot], left: &mut usize) {
+    let index = match &*value {
+        Value::Array(items) => marker_index(items, marker),
+        _ => None,
+    };
+    if let Some(index) = index {
+        let Some(slot) = slots.get_mut(index) else { return };
+        match std::mem::replace(slot, Slot::Empty) {
+            Slot::Values(array) => *value = Value::Array(array),
+            Slot::Text(text, _) => *value = text.into_value(),
+            held => {
+                *slot = held;
                 return;
             }
-            for item in items.iter_mut().filter(|v| v.is_array() || v.is_object()) {
-                if *left == 0 {
-                    return;
-                }
-                restore(item, marker, slots, left);
-            }
         }
-        Value::Object(map) => {
-            for item in map.values_mut().filter(|v| v.is_array() || v.is_object()) {
-                if *left == 0 {
-                    return;
-                }
-                restore(item, marker, slots, left);
-            }
+        *left -= 1;
+        return;
+    }
+    let mut walk = |item: &mut Value| {
+        if *left > 0 && (item.is_array() || item.is_object()) {
+            restore(item, marker, slots, left);
         }
+    };
+    match value {
+        Value::Array(items) => items.iter_mut().for_each(&mut walk),
+        Value::Object(map) => map.values_mut().for_each(&mut walk),
         _ => {}
     }
 }
@@ -280,6 +396,8 @@ mod tests {
         let ours = parse(text).map_err(|e| e.to_string());
         let theirs = serde_json::from_str::<Value>(text).map_err(|e| e.to_string());
         assert_eq!(ours, theirs, "{text}");
+        let kept = parse_keeping(text).map(Parsed::into_value).map_err(|e| e.to_string());
+        assert_eq!(kept, theirs, "{text}");
         if let (Ok(a), Ok(b)) = (&ours, &theirs) {
             assert_eq!(serde_json::to_string(a).ok(), serde_json::to_string(b).ok(), "{text}");
         }
@@ -292,7 +410,12 @@ mod tests {
         let text = format!(
             r#"{{"a": [{{"prompt_token_ids": [{LONG}]}}, {{"logprobs": [{LONG}, 1e3]}}], "logprobs": [1, 2]}}"#
         );
-        assert_eq!(find_arrays(&text).iter().map(|(_, a)| a.len()).collect::<Vec<_>>(), [9, 10]);
+        let lengths = |keep| {
+            let arrays = find_arrays(&text, keep);
+            arrays.iter().map(|(r, _)| text[r.clone()].matches(',').count() + 1).collect::<Vec<_>>()
+        };
+        assert_eq!(lengths(false), [9, 10]);
+        assert_eq!(lengths(true), [9, 10]);
         same(&text);
         same(&format!(
             r#"{{"metrics": {{"prompt_token_ids": [{LONG}], "logprobs": [-0.1, -0.2, -0.30000000000000004, 1e-5, 2E+3, -1.5e-7, 0.0, -0.0, 3.14]}}}}"#
@@ -353,20 +476,52 @@ mod tests {
             let Ok(text) = std::str::from_utf8(&bytes) else { continue };
             let lines = text.lines().filter(|l| text.len() > l.len() && !l.trim().is_empty());
             for t in std::iter::once(text).chain(lines) {
-                arrays += find_arrays(t).len();
+                arrays += find_arrays(t, false).len();
+                assert_eq!(find_arrays(t, true).len(), find_arrays(t, false).len(), "{}", f.display);
                 let ours = parse(t).map_err(|e| e.to_string());
                 let theirs = serde_json::from_str::<Value>(t).map_err(|e| e.to_string());
                 assert!(ours == theirs, "{}", f.display);
+                let kept = parse_keeping(t).map(Parsed::into_value).map_err(|e| e.to_string());
+                assert!(kept == theirs, "{}", f.display);
             }
         }
         assert_eq!(arrays, 158);
+    }
+
+    /// Synthetic: what a reader holds stays a marker until taken, as its source text; an id
+    /// array with a fraction is not held; everything else is put back as serde_json reads it.
+    #[test]
+    fn held_arrays_stay_text_until_taken() {
+        let text = format!(
+            r#"{{"steps": [{{"metrics": {{"prompt_token_ids": [{LONG}], "logprobs": [{LONG}, 0.5]}}}}],
+                "ids": {{"prompt_token_ids": [{LONG}, 0.5]}}, "extra": {{"logprobs": [ {LONG} ]}}}}"#
+        );
+        let whole: Value = serde_json::from_str(&text).expect("JSON");
+        let Parsed { mut value, mut kept } = parse_keeping(&text).expect("JSON");
+        let ids = value["steps"][0]["metrics"]["prompt_token_ids"].clone();
+        let logprobs = value["steps"][0]["metrics"]["logprobs"].clone();
+        assert!(kept.hold(&ids, true));
+        assert!(!kept.hold(&logprobs, true), "a fraction among ids");
+        assert!(kept.hold(&logprobs, false));
+        kept.restore(&mut value);
+        assert_eq!(value["steps"][0]["metrics"]["prompt_token_ids"], ids, "a held array stays a marker");
+        assert_eq!(value["ids"], whole["ids"]);
+        assert_eq!(value["extra"], whole["extra"]);
+        let taken = kept.take(&ids).expect("held");
+        assert_eq!(taken.text(), Some(&*format!("[{LONG}]")));
+        assert_eq!(taken.value(), &whole["steps"][0]["metrics"]["prompt_token_ids"]);
+        assert!(kept.take(&ids).is_none(), "taken once");
+        assert_eq!(
+            kept.take(&logprobs).map(|t| t.into_value()),
+            Some(whole["steps"][0]["metrics"]["logprobs"].clone())
+        );
     }
 
     #[test]
     fn unclosed_candidates_are_left_to_serde_json() {
         let many =
             format!(r#"{{"a": [{}], "logprobs": [{LONG}]}}"#, r#"{"logprobs": [1, 2, "x"]}, "#.repeat(2_000) + "1");
-        assert_eq!(find_arrays(&many).len(), 1);
+        assert_eq!(find_arrays(&many, false).len(), 1);
         same(&many);
         same(&r#""logprobs": [1, 2"#.repeat(2_000));
     }

@@ -49,6 +49,71 @@ pub(crate) fn array_elements(text: &str) -> Option<Vec<&str>> {
     }
 }
 
+/// When `text` is a flat array of plain JSON numbers: how many, and whether all are
+/// integers. Plain means what serde_json reads without a special case and `write_number`
+/// writes as serde_json does: an integer of up to 19 digits (18 when negative, not `-0`) or
+/// a fraction of up to 40 characters without an exponent. One tight pass, for token ids and
+/// log probabilities (millions of numbers in a corpus), which stay text in the record.
+pub(crate) fn flat_numbers(text: &str) -> Option<(usize, bool)> {
+    let b = text.as_bytes();
+    let ws = |mut i: usize| {
+        while matches!(b.get(i), Some(b' ' | b'\n' | b'\r' | b'\t')) {
+            i += 1;
+        }
+        i
+    };
+    let mut i = ws(0);
+    if b.get(i) != Some(&b'[') {
+        return None;
+    }
+    i = ws(i + 1);
+    if b.get(i) == Some(&b']') {
+        return (ws(i + 1) == b.len()).then_some((0, true));
+    }
+    let (mut count, mut integers) = (0, true);
+    loop {
+        let (end, integer) = plain_number(b, i)?;
+        count += 1;
+        integers &= integer;
+        i = ws(end);
+        match b.get(i) {
+            Some(b',') => i = ws(i + 1),
+            Some(b']') => return (ws(i + 1) == b.len()).then_some((count, integers)),
+            _ => return None,
+        }
+    }
+}
+
+/// The end of a plain number (see `flat_numbers`) at `start`, and whether it is an integer.
+fn plain_number(b: &[u8], start: usize) -> Option<(usize, bool)> {
+    let negative = b.get(start) == Some(&b'-');
+    let digits_start = start + usize::from(negative);
+    let mut i = digits_start;
+    while b.get(i).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+    }
+    let digits = i - digits_start;
+    if digits == 0 || (digits > 1 && b[digits_start] == b'0') {
+        return None;
+    }
+    match b.get(i) {
+        Some(b'.') => {
+            let fraction = i + 1;
+            i = fraction;
+            while b.get(i).is_some_and(u8::is_ascii_digit) {
+                i += 1;
+            }
+            let plain = i > fraction && i - start <= 40 && !matches!(b.get(i), Some(b'e' | b'E'));
+            plain.then_some((i, false))
+        }
+        Some(b'e' | b'E') => None,
+        _ => {
+            let zero = digits == 1 && b[digits_start] == b'0';
+            (digits <= 19 - usize::from(negative) && !(negative && zero)).then_some((i, true))
+        }
+    }
+}
+
 /// How far `split` takes a value apart.
 pub enum Shape<'s> {
     /// The value stays one text.
@@ -817,6 +882,48 @@ mod tests {
         }
         for token in tokens {
             accepted(&format!("{{\"n\":{token}}}"));
+        }
+    }
+
+    /// Synthetic: the number forms `flat_numbers` keeps and the ones it leaves to serde_json
+    /// (real token arrays hold only short integers and plain fractions). What it keeps must
+    /// parse and write as the whole text does through serde_json.
+    #[test]
+    fn flat_number_arrays() {
+        let kept = [
+            ("[]", (0, true)),
+            (" [ 1 , 2,3 ] ", (3, true)),
+            ("[0,-1,1234567890123456789,-123456789012345678]", (4, true)),
+            ("[-0.0,0.5,-0.30000000000000004,1.0,3.14159265358979323846264338327950]", (5, false)),
+            ("[1,\n\t2.5]", (2, false)),
+        ];
+        for (text, expected) in kept {
+            assert_eq!(flat_numbers(text), Some(expected), "{text}");
+            accepted(&format!("{{\"a\":{text}}}"));
+        }
+        let refused = [
+            "[-0]",
+            "[01]",
+            "[1.]",
+            "[.5]",
+            "[1e3]",
+            "[1.5E-3]",
+            "[12345678901234567890]",
+            "[-1234567890123456789]",
+            "[0.1234567890123456789012345678901234567890]",
+            "[1,]",
+            "[,1]",
+            "[1 2]",
+            "[\"1\"]",
+            "[[1]]",
+            "[null]",
+            "[1] x",
+            "[1",
+            "{}",
+            "1",
+        ];
+        for text in refused {
+            assert_eq!(flat_numbers(text), None, "{text}");
         }
     }
 

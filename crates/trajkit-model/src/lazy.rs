@@ -68,6 +68,15 @@ impl LazyValue {
         }
     }
 
+    /// A flat array of plain JSON numbers (token ids, log probabilities) kept as text, with
+    /// its length and whether all its elements are integers; `None` for any other text
+    /// (the rule: `json_text::flat_numbers`).
+    pub fn number_array(text: &str) -> Option<(Self, usize, bool)> {
+        let (count, integers) = json_text::flat_numbers(text)?;
+        let trimmed = text.trim_matches(|c| matches!(c, ' ' | '\n' | '\r' | '\t'));
+        Some((Self::from_checked(trimmed.into()), count, integers))
+    }
+
     /// Text that `json_text` accepted.
     pub(crate) fn from_checked(text: Box<str>) -> Self {
         LazyValue(Repr::Text(Cell::new(text)))
