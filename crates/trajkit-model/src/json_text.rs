@@ -114,6 +114,59 @@ fn plain_number(b: &[u8], start: usize) -> Option<(usize, bool)> {
     }
 }
 
+/// Appends the canonical JSON of `text` when it is a flat array of plain numbers (see
+/// `flat_numbers`): integer tokens copied as they are, fractions re-printed as serde_json
+/// prints them. Token arrays kept as text are millions of numbers, and the generic writer
+/// reads each twice. `None`, with nothing appended, for any other text.
+fn write_flat_numbers(out: &mut Vec<u8>, text: &str) -> Option<()> {
+    let start = out.len();
+    let written = flat_numbers_into(out, text);
+    if written.is_none() {
+        out.truncate(start);
+    }
+    written
+}
+
+fn flat_numbers_into(out: &mut Vec<u8>, text: &str) -> Option<()> {
+    let b = text.as_bytes();
+    let ws = |mut i: usize| {
+        while matches!(b.get(i), Some(b' ' | b'\n' | b'\r' | b'\t')) {
+            i += 1;
+        }
+        i
+    };
+    if b.first() != Some(&b'[') {
+        return None;
+    }
+    out.push(b'[');
+    let mut i = ws(1);
+    if b.get(i) == Some(&b']') {
+        out.push(b']');
+        return (ws(i + 1) == b.len()).then_some(());
+    }
+    loop {
+        let (end, integer) = plain_number(b, i)?;
+        let token = text.get(i..end)?;
+        if integer {
+            out.extend_from_slice(token.as_bytes());
+        } else {
+            write_number(out, token)?;
+        }
+        i = ws(end);
+        match b.get(i) {
+            Some(b',') => {
+                out.push(b',');
+                i = ws(i + 1);
+            }
+            Some(b']') => {
+                out.push(b']');
+                return (ws(i + 1) == b.len()).then_some(());
+            }
+            _ => return None,
+        }
+    }
+}
+
 /// How far `split` takes a value apart.
 pub enum Shape<'s> {
     /// The value stays one text.
@@ -208,6 +261,9 @@ impl<'a> Scanner<'a> {
 /// Appends the canonical JSON of `text`, a value `object_members` accepted (alone or as a
 /// member); an error only if it was not.
 pub(crate) fn write_canonical(out: &mut Vec<u8>, text: &str) -> Result<(), serde_json::Error> {
+    if text.starts_with('[') && write_flat_numbers(out, text).is_some() {
+        return Ok(());
+    }
     let mut s = Scanner::new(text);
     s.ws();
     s.write_value(out, text, 0)
@@ -897,9 +953,23 @@ mod tests {
             ("[-0.0,0.5,-0.30000000000000004,1.0,3.14159265358979323846264338327950]", (5, false)),
             ("[1,\n\t2.5]", (2, false)),
         ];
+        // Written alone (the fast writer) and inside an object (the generic one).
+        let written_alone = |text: &str| {
+            let whole: Value = serde_json::from_str(text).expect("serde_json parses it");
+            let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+            write_canonical(&mut ours, text).expect("accepted text is written");
+            crate::compact::to_writer(&mut theirs, &whole).expect("a value is written");
+            assert_eq!(String::from_utf8_lossy(&ours), String::from_utf8_lossy(&theirs), "{text}");
+        };
         for (text, expected) in kept {
             assert_eq!(flat_numbers(text), Some(expected), "{text}");
             accepted(&format!("{{\"a\":{text}}}"));
+            written_alone(text.trim());
+        }
+        for text in
+            ["[-0]", "[1e3, 2]", "[1, 12345678901234567890]", "[-1234567890123456789]", "[1, \"x\"]", "[1, [2]]"]
+        {
+            written_alone(text);
         }
         let refused = [
             "[-0]",
