@@ -56,42 +56,57 @@ pub(crate) fn array_elements(text: &str) -> Option<Vec<&str>> {
 /// log probabilities (millions of numbers in a corpus), which stay text in the record.
 pub(crate) fn flat_numbers(text: &str) -> Option<(usize, bool)> {
     let b = text.as_bytes();
-    let ws = |mut i: usize| {
-        while matches!(b.get(i), Some(b' ' | b'\n' | b'\r' | b'\t')) {
-            i += 1;
-        }
-        i
-    };
-    let mut i = ws(0);
+    let mut i = skip_ws(b, 0);
     if b.get(i) != Some(&b'[') {
         return None;
     }
-    i = ws(i + 1);
+    i = skip_ws(b, i + 1);
     if b.get(i) == Some(&b']') {
-        return (ws(i + 1) == b.len()).then_some((0, true));
+        return (skip_ws(b, i + 1) == b.len()).then_some((0, true));
     }
     let (mut count, mut integers) = (0, true);
     loop {
         let (end, integer) = plain_number(b, i)?;
         count += 1;
         integers &= integer;
-        i = ws(end);
+        i = end;
+        if b.get(i).is_some_and(|c| is_ws(*c)) {
+            i = skip_ws(b, i);
+        }
         match b.get(i) {
-            Some(b',') => i = ws(i + 1),
-            Some(b']') => return (ws(i + 1) == b.len()).then_some((count, integers)),
+            Some(b',') => {
+                // The common separators, `,` and `, `, without the general loop.
+                i += 1;
+                if b.get(i) == Some(&b' ') {
+                    i += 1;
+                }
+                if b.get(i).is_some_and(|c| is_ws(*c)) {
+                    i = skip_ws(b, i);
+                }
+            }
+            Some(b']') => return (skip_ws(b, i + 1) == b.len()).then_some((count, integers)),
             _ => return None,
         }
     }
 }
 
+fn is_ws(c: u8) -> bool {
+    matches!(c, b' ' | b'\n' | b'\r' | b'\t')
+}
+
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while b.get(i).is_some_and(|c| is_ws(*c)) {
+        i += 1;
+    }
+    i
+}
+
 /// The end of a plain number (see `flat_numbers`) at `start`, and whether it is an integer.
+#[inline(always)]
 fn plain_number(b: &[u8], start: usize) -> Option<(usize, bool)> {
     let negative = b.get(start) == Some(&b'-');
     let digits_start = start + usize::from(negative);
-    let mut i = digits_start;
-    while b.get(i).is_some_and(u8::is_ascii_digit) {
-        i += 1;
-    }
+    let mut i = digits_end(b, digits_start);
     let digits = i - digits_start;
     if digits == 0 || (digits > 1 && b[digits_start] == b'0') {
         return None;
@@ -99,10 +114,7 @@ fn plain_number(b: &[u8], start: usize) -> Option<(usize, bool)> {
     match b.get(i) {
         Some(b'.') => {
             let fraction = i + 1;
-            i = fraction;
-            while b.get(i).is_some_and(u8::is_ascii_digit) {
-                i += 1;
-            }
+            i = digits_end(b, fraction);
             let plain = i > fraction && i - start <= 40 && !matches!(b.get(i), Some(b'e' | b'E'));
             plain.then_some((i, false))
         }
@@ -112,6 +124,16 @@ fn plain_number(b: &[u8], start: usize) -> Option<(usize, bool)> {
             (digits <= 19 - usize::from(negative) && !(negative && zero)).then_some((i, true))
         }
     }
+}
+
+/// Where the digits from `i` end.
+#[inline(always)]
+fn digits_end(b: &[u8], i: usize) -> usize {
+    let mut i = i;
+    while b.get(i).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+    }
+    i
 }
 
 /// Appends the canonical JSON of `text` when it is a flat array of plain numbers (see
@@ -129,12 +151,7 @@ fn write_flat_numbers(out: &mut Vec<u8>, text: &str) -> Option<()> {
 
 fn flat_numbers_into(out: &mut Vec<u8>, text: &str) -> Option<()> {
     let b = text.as_bytes();
-    let ws = |mut i: usize| {
-        while matches!(b.get(i), Some(b' ' | b'\n' | b'\r' | b'\t')) {
-            i += 1;
-        }
-        i
-    };
+    let ws = |i: usize| skip_ws(b, i);
     if b.first() != Some(&b'[') {
         return None;
     }
