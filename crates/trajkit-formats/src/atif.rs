@@ -434,7 +434,6 @@ impl std::fmt::Display for At<'_> {
 // Validation
 // ---------------------------------------------------------------------------------
 
-/// Collects every problem of one trajectory document (embedded subagents included).
 /// Where the validator reads an object's fields: the object itself (a B-tree search per
 /// field), or its allowed fields found in one walk (`Validator::fields`): the searches of
 /// each step's dozen fields were 9 % of ATIF `validate`'s instructions.
@@ -466,6 +465,7 @@ impl<'v> Lookup<'v> for &Fields<'v> {
     }
 }
 
+/// Collects every problem of one trajectory document (embedded subagents included).
 struct Validator<'a> {
     root: &'a Path,
     /// Directory that relative paths in the document are resolved against.

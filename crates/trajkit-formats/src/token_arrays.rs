@@ -69,11 +69,10 @@ impl Parsed {
     pub fn into_value(self) -> Value {
         let Parsed { mut value, mut kept } = self;
         for slot in &mut kept.slots {
-            if matches!(slot, Slot::Held(_)) {
-                if let Slot::Held(text) = std::mem::replace(slot, Slot::Empty) {
-                    *slot = Slot::Text(text, false);
-                }
-            }
+            *slot = match std::mem::replace(slot, Slot::Empty) {
+                Slot::Held(text) => Slot::Text(text, false),
+                other => other,
+            };
         }
         kept.restore(&mut value);
         value

@@ -55,6 +55,14 @@ pub(crate) fn array_elements(text: &str) -> Option<Vec<&str>> {
 /// a fraction of up to 40 characters without an exponent. One tight pass, for token ids and
 /// log probabilities (millions of numbers in a corpus), which stay text in the record.
 pub(crate) fn flat_numbers(text: &str) -> Option<(usize, bool)> {
+    each_plain_number(text, |_, _, _| {})
+}
+
+/// Walks `text` as `flat_numbers` checks it, handing `each` every number token's place in
+/// the array, byte range and whether it is an integer; `flat_numbers`' answer, or `None` at the first
+/// thing that is not a plain number in a flat array (`each` may have been called before).
+#[inline(always)]
+fn each_plain_number(text: &str, mut each: impl FnMut(usize, std::ops::Range<usize>, bool)) -> Option<(usize, bool)> {
     let b = text.as_bytes();
     let mut i = skip_ws(b, 0);
     if b.get(i) != Some(&b'[') {
@@ -67,6 +75,7 @@ pub(crate) fn flat_numbers(text: &str) -> Option<(usize, bool)> {
     let (mut count, mut integers) = (0, true);
     loop {
         let (end, integer) = plain_number(b, i)?;
+        each(count, i..end, integer);
         count += 1;
         integers &= integer;
         i = end;
@@ -158,46 +167,24 @@ fn non_digit_bytes(word: u64) -> u64 {
 /// reads each twice. `None`, with nothing appended, for any other text.
 fn write_flat_numbers(out: &mut Vec<u8>, text: &str) -> Option<()> {
     let start = out.len();
-    let written = flat_numbers_into(out, text);
-    if written.is_none() {
+    out.push(b'[');
+    let mut written = true;
+    let walked = each_plain_number(text, |place, token, integer| {
+        if place > 0 {
+            out.push(b',');
+        }
+        match text.get(token) {
+            Some(token) if integer => out.extend_from_slice(token.as_bytes()),
+            Some(token) => written &= write_number(out, token).is_some(),
+            None => written = false,
+        }
+    });
+    if walked.is_none() || !written {
         out.truncate(start);
-    }
-    written
-}
-
-fn flat_numbers_into(out: &mut Vec<u8>, text: &str) -> Option<()> {
-    let b = text.as_bytes();
-    let ws = |i: usize| skip_ws(b, i);
-    if b.first() != Some(&b'[') {
         return None;
     }
-    out.push(b'[');
-    let mut i = ws(1);
-    if b.get(i) == Some(&b']') {
-        out.push(b']');
-        return (ws(i + 1) == b.len()).then_some(());
-    }
-    loop {
-        let (end, integer) = plain_number(b, i)?;
-        let token = text.get(i..end)?;
-        if integer {
-            out.extend_from_slice(token.as_bytes());
-        } else {
-            write_number(out, token)?;
-        }
-        i = ws(end);
-        match b.get(i) {
-            Some(b',') => {
-                out.push(b',');
-                i = ws(i + 1);
-            }
-            Some(b']') => {
-                out.push(b']');
-                return (ws(i + 1) == b.len()).then_some(());
-            }
-            _ => return None,
-        }
-    }
+    out.push(b']');
+    Some(())
 }
 
 /// How far `split` takes a value apart.
