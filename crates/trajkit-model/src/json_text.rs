@@ -15,6 +15,7 @@ use std::borrow::Cow;
 use serde::ser::Error as _;
 
 use crate::compact::write_str;
+use crate::integer_blocks;
 
 /// Deeper nesting is left to serde_json (its limit is 128 levels, the object counted).
 const MAX_DEPTH: usize = 100;
@@ -55,7 +56,16 @@ pub(crate) fn array_elements(text: &str) -> Option<Vec<&str>> {
 /// a fraction of up to 40 characters without an exponent. One tight pass, for token ids and
 /// log probabilities (millions of numbers in a corpus), which stay text in the record.
 pub(crate) fn flat_numbers(text: &str) -> Option<(usize, bool)> {
+    if let Some(count) = array_body(text).and_then(integer_blocks::count) {
+        return Some((count, true));
+    }
     each_plain_number(text, |_, _, _| {})
+}
+
+/// The text between the brackets of `text` when it is `[`…`]` with whitespace around.
+fn array_body(text: &str) -> Option<&[u8]> {
+    let b = text.trim_matches(|c| matches!(c, ' ' | '\n' | '\r' | '\t')).as_bytes();
+    b.strip_prefix(b"[")?.strip_suffix(b"]")
 }
 
 /// Walks `text` as `flat_numbers` checks it, handing `each` every number token's place in
@@ -168,6 +178,11 @@ fn non_digit_bytes(word: u64) -> u64 {
 fn write_flat_numbers(out: &mut Vec<u8>, text: &str) -> Option<()> {
     let start = out.len();
     out.push(b'[');
+    if let Some(body) = array_body(text).filter(|body| integer_blocks::count(body).is_some()) {
+        integer_blocks::write_compact(out, body);
+        out.push(b']');
+        return Some(());
+    }
     let mut written = true;
     let walked = each_plain_number(text, |place, token, integer| {
         if place > 0 {

@@ -4,6 +4,7 @@
 pub mod canonical;
 pub mod compact;
 pub mod extra;
+mod integer_blocks;
 pub mod interaction;
 pub mod json_text;
 pub mod lazy;

@@ -1,0 +1,326 @@
+//! Flat arrays of non-negative integers (token ids, millions of them in a corpus) checked
+//! 64 bytes at a time: each block becomes bit masks of its digits, commas and whitespace
+//! (SSE2 compares on x86_64, eight bytes per machine word elsewhere), and the array's
+//! grammar is checked on the masks (the run-carrying additions of simdjson's stage 1). This is
+//! a fast path for `json_text::flat_numbers`: `count` answers only for arrays it can judge
+//! whole and leaves every other text (signs, fractions, long numbers, any other byte) to
+//! the byte-by-byte walk, which decides.
+
+/// Digits in a row beyond which the walk decides (it allows up to 19).
+const LONGEST_RUN: u32 = 15;
+
+/// How many integers the array body `body` (the text between its brackets) holds, when it
+/// holds at least one and nothing but integers of up to `LONGEST_RUN` digits without
+/// leading zeros, separated by commas, with JSON whitespace anywhere between them. `None`
+/// for any other body, valid or not.
+pub(crate) fn count(body: &[u8]) -> Option<usize> {
+    let mut state = State::default();
+    let mut blocks = body.chunks_exact(64);
+    for block in blocks.by_ref() {
+        state.block(Masks::of(block.try_into().ok()?))?;
+    }
+    let rest = blocks.remainder();
+    if !rest.is_empty() {
+        // Padded with spaces: whitespace after the last integer changes nothing.
+        let mut last = [b' '; 64];
+        last[..rest.len()].copy_from_slice(rest);
+        state.block(Masks::of(&last))?;
+    }
+    (state.seen && state.last_digit).then_some(state.commas + 1)
+}
+
+/// Appends `body` without its whitespace: the canonical form of a body `count` accepted.
+pub(crate) fn write_compact(out: &mut Vec<u8>, body: &[u8]) {
+    for part in body.split(|b| is_ws(*b)) {
+        out.extend_from_slice(part);
+    }
+}
+
+fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\n' | b'\r' | b'\t')
+}
+
+/// One block's classes, bit `i` standing for its byte `i`.
+#[derive(Debug, PartialEq, Eq)]
+struct Masks {
+    digit: u64,
+    comma: u64,
+    ws: u64,
+    zero: u64,
+}
+
+impl Masks {
+    /// The masks of a block of 64 bytes.
+    #[cfg(target_arch = "x86_64")]
+    fn of(block: &[u8; 64]) -> Masks {
+        use std::arch::x86_64::*;
+        let mut m = Masks { digit: 0, comma: 0, ws: 0, zero: 0 };
+        for (k, chunk) in block.chunks_exact(16).enumerate() {
+            // SAFETY: SSE2 is part of every x86_64 target, and the load reads the 16 bytes
+            // of `chunk` (unaligned loads allowed).
+            let [digit, comma, ws, zero] = unsafe {
+                let v = _mm_loadu_si128(chunk.as_ptr().cast());
+                let eq = |b: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(b as i8));
+                // Digits moved to the bottom of the signed range: below -118 is a digit.
+                let shifted = _mm_add_epi8(v, _mm_set1_epi8((0x80u8.wrapping_sub(b'0')) as i8));
+                let digit = _mm_cmplt_epi8(shifted, _mm_set1_epi8(-118));
+                let ws = _mm_or_si128(_mm_or_si128(eq(b' '), eq(b'\n')), _mm_or_si128(eq(b'\r'), eq(b'\t')));
+                [digit, eq(b','), ws, eq(b'0')].map(|mask| _mm_movemask_epi8(mask) as u16 as u64)
+            };
+            let shift = 16 * k;
+            m.digit |= digit << shift;
+            m.comma |= comma << shift;
+            m.ws |= ws << shift;
+            m.zero |= zero << shift;
+        }
+        m
+    }
+
+    /// The masks of a block of 64 bytes, eight bytes per machine word.
+    #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+    fn of_words(block: &[u8; 64]) -> Masks {
+        let mut m = Masks { digit: 0, comma: 0, ws: 0, zero: 0 };
+        for (k, chunk) in block.chunks_exact(8).enumerate() {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            let w = u64::from_le_bytes(word);
+            let shift = 8 * k;
+            let d = w ^ splat(b'0');
+            m.digit |= pack(!((((d & LOW7) + splat(0x80 - 10)) | d) & HIGH) & HIGH) << shift;
+            m.zero |= pack(!nonzero_bytes(d) & HIGH) << shift;
+            m.comma |= pack(equal_bytes(w, b',')) << shift;
+            let ws = equal_bytes(w, b' ') | equal_bytes(w, b'\n') | equal_bytes(w, b'\r') | equal_bytes(w, b'\t');
+            m.ws |= pack(ws) << shift;
+        }
+        m
+    }
+
+    /// The masks of a block of 64 bytes, on targets without x86_64's vector instructions.
+    #[cfg(not(target_arch = "x86_64"))]
+    fn of(block: &[u8; 64]) -> Masks {
+        Masks::of_words(block)
+    }
+}
+
+const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+const fn splat(b: u8) -> u64 {
+    b as u64 * 0x0101_0101_0101_0101
+}
+
+/// The high bit of each byte of `w` that is not zero (exact: no carry crosses bytes).
+fn nonzero_bytes(w: u64) -> u64 {
+    (((w & LOW7) + LOW7) | w) & HIGH
+}
+
+/// The high bit of each byte of `w` equal to `b`.
+fn equal_bytes(w: u64, b: u8) -> u64 {
+    !nonzero_bytes(w ^ splat(b)) & HIGH
+}
+
+/// The high bits of a word's eight bytes gathered into its low eight bits, byte 0 first.
+fn pack(high_bits: u64) -> u64 {
+    (high_bits >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56
+}
+
+/// What the blocks read so far leave for the next one.
+#[derive(Default)]
+struct State {
+    /// The last byte read was a digit / a comma (0 or 1).
+    prev_digit: u64,
+    prev_comma: u64,
+    /// Whitespace that began right after a digit / a comma runs to the end of the last block.
+    ws_after_digit: u64,
+    ws_after_comma: u64,
+    /// The last byte read was a `0` that begins an integer.
+    zero_start: u64,
+    /// Digits in a row at the end of the last block.
+    run: u32,
+    commas: usize,
+    /// Whether anything but whitespace was read, and whether the last such byte is a digit.
+    seen: bool,
+    last_digit: bool,
+}
+
+impl State {
+    /// Checks one block against the grammar (`None`: not an array `count` accepts).
+    fn block(&mut self, m: Masks) -> Option<()> {
+        let Masks { digit, comma, ws, zero } = m;
+        if !(digit | comma | ws) != 0 {
+            return None;
+        }
+        let digit_before = (digit << 1) | self.prev_digit;
+        let comma_before = (comma << 1) | self.prev_comma;
+        // A run of whitespace begun after a digit (or comma), plus one at its first byte,
+        // carries through the run to the first byte after it.
+        let (ends_d, carry_d) = ws.overflowing_add((digit_before & ws) | self.ws_after_digit);
+        let (ends_c, carry_c) = ws.overflowing_add((comma_before & ws) | self.ws_after_comma);
+        // Bytes other than whitespace whose previous byte other than whitespace is a digit / comma.
+        let after_digit = (digit_before & !ws) | (ends_d & !ws);
+        let after_comma = (comma_before & !ws) | (ends_c & !ws);
+        let starts = digit & !digit_before;
+        // Two integers with only whitespace between them; a comma not after an integer
+        // (first, or after a comma); a comma right after a comma.
+        if starts & after_digit != 0 || comma & !after_digit != 0 || after_comma & comma != 0 {
+            return None;
+        }
+        let zero_starts = starts & zero;
+        if (zero_starts << 1) & digit != 0 || self.zero_start & digit != 0 {
+            return None;
+        }
+        let mut long = digit;
+        for shift in [1, 2, 4, 8] {
+            long &= long >> shift;
+        }
+        if long != 0 || self.run + digit.trailing_ones() > LONGEST_RUN {
+            return None;
+        }
+        let tokens = digit | comma;
+        if tokens != 0 {
+            self.seen = true;
+            self.last_digit = digit >> (63 - tokens.leading_zeros()) & 1 == 1;
+        }
+        self.commas += comma.count_ones() as usize;
+        self.prev_digit = digit >> 63;
+        self.prev_comma = comma >> 63;
+        self.ws_after_digit = u64::from(carry_d);
+        self.ws_after_comma = u64::from(carry_c);
+        self.zero_start = zero_starts >> 63;
+        self.run = if digit == u64::MAX { 64 } else { digit.leading_ones() };
+        Some(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rule `count` must agree with wherever it answers: serde_json's reading of the
+    /// array as non-negative integers.
+    fn reference(body: &[u8]) -> Option<usize> {
+        let text = format!("[{}]", std::str::from_utf8(body).ok()?);
+        let values: Vec<serde_json::Value> = serde_json::from_str(&text).ok()?;
+        let plain = |v: &serde_json::Value| v.is_u64();
+        (!values.is_empty() && values.iter().all(plain)).then_some(values.len())
+    }
+
+    /// Whether `count` answered; where it did, it answered as the reference, and it
+    /// answered for every array of integers of up to `LONGEST_RUN` digits.
+    fn agrees(body: &[u8]) -> bool {
+        let n = count(body);
+        let short = body.split(|b| !b.is_ascii_digit()).all(|run| run.len() <= LONGEST_RUN as usize);
+        if n.is_some() || short {
+            assert_eq!(n, reference(body), "{:?}", String::from_utf8_lossy(body));
+        }
+        n.is_some()
+    }
+
+    /// Synthetic: every body of up to six bytes over digits, zero, comma, whitespace and a
+    /// sign (real token arrays hold only well-formed ones).
+    #[test]
+    fn short_bodies_exhaustively() {
+        let alphabet = b"07, \n-";
+        let mut answered = 0;
+        for len in 1..=6u32 {
+            for n in 0..alphabet.len().pow(len) {
+                let mut k = n;
+                let body: Vec<u8> = (0..len)
+                    .map(|_| {
+                        let b = alphabet[k % alphabet.len()];
+                        k /= alphabet.len();
+                        b
+                    })
+                    .collect();
+                answered += usize::from(agrees(&body));
+            }
+        }
+        assert!(answered > 1_000, "{answered} answered");
+    }
+
+    /// Synthetic: bodies that cross block boundaries at every offset, valid and broken.
+    #[test]
+    fn across_blocks() {
+        let valid = "1, 22, 333,4444 ,55555\n,\t0, 7, 123456789012345, 9";
+        assert_eq!(count(valid.as_bytes()), Some(9));
+        for pad in 0..130 {
+            for (body, expected) in [
+                (format!("{}{valid}", " ".repeat(pad)), Some(9)),
+                (format!("{}{valid}", "1,".repeat(pad)), Some(9 + pad)),
+                (format!("{}1 2", "3, ".repeat(pad)), None),
+                (format!("{}1,,2", "3, ".repeat(pad)), None),
+                (format!("{}01", "3, ".repeat(pad)), None),
+                (format!("{}1,", "3, ".repeat(pad)), None),
+                (format!("{}1234567890123456", "3, ".repeat(pad)), None),
+                (format!("{}1{}2", "3, ".repeat(pad), " ".repeat(pad + 1)), None),
+                (format!("{}1{},{}2", "3,".repeat(pad), " ".repeat(pad), "\n".repeat(pad)), Some(pad + 2)),
+                (format!("{}1,{}, 2", "3, ".repeat(pad), " ".repeat(pad)), None),
+                (format!("{}0{}1", "3, ".repeat(pad), " ".repeat(pad + 1)), None),
+                (format!("{}-1", "3, ".repeat(pad)), None),
+            ] {
+                assert_eq!(count(body.as_bytes()), expected, "{body:?}");
+                agrees(body.as_bytes());
+            }
+        }
+        assert_eq!(count(b""), None);
+        assert_eq!(count(b"   "), None);
+        assert_eq!(count(&[b'1'; 64]), None);
+    }
+
+    /// Synthetic: pseudo-random arrays of integers of 1 to 17 digits (some with a leading
+    /// zero) and separators with whitespace, a third of them with one byte changed.
+    #[test]
+    fn random_bodies() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move |below: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % below
+        };
+        let separators = [",", ", ", " ,", ",\n  ", "\t,\r\n", ",,", " "];
+        let other = b"0123456789, \n-.e]x";
+        let mut answered = 0;
+        for _ in 0..20_000 {
+            let mut body = Vec::new();
+            for i in 0..next(40) + 1 {
+                if i > 0 {
+                    let which = if next(50) == 0 { 5 + next(2) } else { next(5) };
+                    body.extend_from_slice(separators[which as usize].as_bytes());
+                }
+                let digits = if next(20) == 0 { 16 + next(2) } else { 1 + next(6) };
+                for d in 0..digits {
+                    let lead_zero = d == 0 && digits > 1 && next(30) != 0;
+                    body.push(if lead_zero { b'1' + next(9) as u8 } else { b'0' + next(10) as u8 });
+                }
+            }
+            if next(3) == 0 {
+                let at = next(body.len() as u64) as usize;
+                body[at] = other[next(other.len() as u64) as usize];
+            }
+            answered += usize::from(agrees(&body));
+        }
+        assert!(answered > 2_000, "{answered} of 20,000 answered");
+    }
+
+    /// Synthetic: the vector and the word-by-word masks agree on every byte value at every place.
+    #[test]
+    fn masks_agree() {
+        for first in 0..=255u8 {
+            let block: [u8; 64] = std::array::from_fn(|i| first.wrapping_add((i * 37) as u8));
+            assert_eq!(Masks::of(&block), Masks::of_words(&block));
+            let expected = |class: fn(u8) -> bool| (0..64).filter(|&i| class(block[i])).fold(0u64, |m, i| m | 1 << i);
+            assert_eq!(Masks::of(&block).digit, expected(|b| b.is_ascii_digit()));
+            assert_eq!(Masks::of(&block).ws, expected(is_ws));
+            assert_eq!(Masks::of(&block).comma, expected(|b| b == b','));
+            assert_eq!(Masks::of(&block).zero, expected(|b| b == b'0'));
+        }
+    }
+
+    #[test]
+    fn compact_writing() {
+        let mut out = Vec::new();
+        write_compact(&mut out, b" 1, 2 ,\n3\t");
+        assert_eq!(out, b"1,2,3");
+    }
+}
