@@ -189,11 +189,13 @@ fn same_as_text(text: &[u8], theirs: Option<&serde_json::Value>) {
             assert!(whole.starts_with(first) && whole.ends_with(&tail), "a string's ends differ from the string");
         }
     }
-    if let Some((array, _, integers)) = std::str::from_utf8(text).ok().and_then(trajkit_model::LazyValue::number_array)
+    if let Some((array, count, integers)) =
+        std::str::from_utf8(text).ok().and_then(trajkit_model::LazyValue::number_array)
     {
         let Some(value) = theirs else {
             panic!("a number array kept as text that serde_json does not parse");
         };
+        assert!(value.as_array().map(Vec::len) == Some(count), "a number array's count is wrong");
         assert!(array.value() == value, "a number array kept as text reads differently");
         let written = trajkit_model::compact::to_string(&array).ok();
         assert!(written == trajkit_model::compact::to_string(value).ok(), "a number array written from text differs");
