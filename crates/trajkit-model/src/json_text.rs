@@ -668,13 +668,18 @@ fn write_number(out: &mut Vec<u8>, token: &str) -> Option<()> {
 /// Writes a string's content that holds escapes (`raw`, between the quotes, as checked by
 /// `Scanner::string`) with `compact`'s escapes: `\"`, `\\` and control characters escaped
 /// (`\n` and the like, else `\u00XX`), everything else as UTF-8. That is what decoding it
-/// and writing the result with `write_str` gives, without the decoded copy.
+/// and writing the result with `write_str` gives, without the decoded copy. The short
+/// escapes `compact` writes itself (nearly all in real text) are copied with the bytes
+/// around them; only `\/` and `\u` escapes are decoded.
 fn write_escaped(out: &mut Vec<u8>, raw: &[u8]) -> Option<()> {
     out.push(b'"');
     let mut run = 0;
     let mut i = 0;
-    while let Some(at) = raw.get(i..).and_then(|rest| rest.iter().position(|&c| c == b'\\')) {
-        let at = i + at;
+    while let Some(at) = memchr::memchr(b'\\', raw.get(i..)?).map(|found| i + found) {
+        if matches!(raw.get(at + 1), Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't')) {
+            i = at + 2;
+            continue;
+        }
         out.extend_from_slice(raw.get(run..at)?);
         let (c, len) = unescape(raw, at)?;
         i = at + len;
@@ -928,12 +933,28 @@ mod tests {
     }
 
     /// Synthetic: every split of a string across the eight-byte steps finds its end, with
-    /// whitespace of every kind between tokens.
+    /// whitespace of every kind between tokens, and every escape is written as serde_json
+    /// writes what it decodes to (copied or decoded, at every place of the string).
     #[test]
     fn strings_of_every_length_and_escape_position() {
         for len in (0..40).chain([63, 64, 65, 100, 200]) {
             for at in 0..len {
-                for special in ["\\\"", "\\\\", "\\n", "\\u00e9", "é"] {
+                let specials = [
+                    "\\\"",
+                    "\\\\",
+                    "\\n",
+                    "\\u00e9",
+                    "é",
+                    "\\/",
+                    "\\b\\f\\r\\t",
+                    "\\u001f",
+                    "\\u001F",
+                    "\\u000a",
+                    "\\u0041",
+                    "\\ud83d\\ude00",
+                    "\\\\\\n\\\"\\/",
+                ];
+                for special in specials {
                     let mut s: String = "x".repeat(len);
                     s.replace_range(at..at + 1, special);
                     accepted(&format!("{{\"k\":\"{s}\",\"n\":1}}"));
