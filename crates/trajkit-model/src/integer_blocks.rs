@@ -1,10 +1,11 @@
 //! Flat arrays of non-negative integers (token ids, millions of them in a corpus) checked
 //! 64 bytes at a time: each block becomes bit masks of its digits, commas and whitespace
-//! (SSE2 compares on x86_64, eight bytes per machine word elsewhere), and the array's
-//! grammar is checked on the masks (the run-carrying additions of simdjson's stage 1). This is
-//! a fast path for `json_text::flat_numbers`: `count` answers only for arrays it can judge
-//! whole and leaves every other text (signs, fractions, long numbers, any other byte) to
-//! the byte-by-byte walk, which decides.
+//! (`byte_masks`), and the array's grammar is checked on the masks (the run-carrying
+//! additions of simdjson's stage 1). This is a fast path for `json_text::flat_numbers`:
+//! `count` answers only for arrays it can judge whole and leaves every other text (signs,
+//! fractions, long numbers, any other byte) to the byte-by-byte walk, which decides.
+
+use crate::byte_masks;
 
 /// Digits in a row beyond which the walk decides (it allows up to 19).
 const LONGEST_RUN: u32 = 15;
@@ -41,7 +42,6 @@ fn is_ws(b: u8) -> bool {
 }
 
 /// One block's classes, bit `i` standing for its byte `i`.
-#[derive(Debug, PartialEq, Eq)]
 struct Masks {
     digit: u64,
     comma: u64,
@@ -51,77 +51,19 @@ struct Masks {
 
 impl Masks {
     /// The masks of a block of 64 bytes.
-    #[cfg(target_arch = "x86_64")]
     fn of(block: &[u8; 64]) -> Masks {
-        use std::arch::x86_64::*;
         let mut m = Masks { digit: 0, comma: 0, ws: 0, zero: 0 };
         for (k, chunk) in block.chunks_exact(16).enumerate() {
-            // SAFETY: SSE2 is part of every x86_64 target, and the load reads the 16 bytes
-            // of `chunk` (unaligned loads allowed).
-            let [digit, comma, ws, zero] = unsafe {
-                let v = _mm_loadu_si128(chunk.as_ptr().cast());
-                let eq = |b: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(b as i8));
-                // Digits moved to the bottom of the signed range: below -118 is a digit.
-                let shifted = _mm_add_epi8(v, _mm_set1_epi8((0x80u8.wrapping_sub(b'0')) as i8));
-                let digit = _mm_cmplt_epi8(shifted, _mm_set1_epi8(-118));
-                let ws = _mm_or_si128(_mm_or_si128(eq(b' '), eq(b'\n')), _mm_or_si128(eq(b'\r'), eq(b'\t')));
-                [digit, eq(b','), ws, eq(b'0')].map(|mask| _mm_movemask_epi8(mask) as u16 as u64)
-            };
+            let Ok(chunk) = <&[u8; 16]>::try_from(chunk) else { continue };
+            let classes = byte_masks::number_classes(chunk);
             let shift = 16 * k;
-            m.digit |= digit << shift;
-            m.comma |= comma << shift;
-            m.ws |= ws << shift;
-            m.zero |= zero << shift;
+            m.digit |= u64::from(classes.digit) << shift;
+            m.comma |= u64::from(classes.comma) << shift;
+            m.ws |= u64::from(classes.ws) << shift;
+            m.zero |= u64::from(classes.zero) << shift;
         }
         m
     }
-
-    /// The masks of a block of 64 bytes, eight bytes per machine word.
-    #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
-    fn of_words(block: &[u8; 64]) -> Masks {
-        let mut m = Masks { digit: 0, comma: 0, ws: 0, zero: 0 };
-        for (k, chunk) in block.chunks_exact(8).enumerate() {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            let w = u64::from_le_bytes(word);
-            let shift = 8 * k;
-            let d = w ^ splat(b'0');
-            m.digit |= pack(!((((d & LOW7) + splat(0x80 - 10)) | d) & HIGH) & HIGH) << shift;
-            m.zero |= pack(!nonzero_bytes(d) & HIGH) << shift;
-            m.comma |= pack(equal_bytes(w, b',')) << shift;
-            let ws = equal_bytes(w, b' ') | equal_bytes(w, b'\n') | equal_bytes(w, b'\r') | equal_bytes(w, b'\t');
-            m.ws |= pack(ws) << shift;
-        }
-        m
-    }
-
-    /// The masks of a block of 64 bytes, on targets without x86_64's vector instructions.
-    #[cfg(not(target_arch = "x86_64"))]
-    fn of(block: &[u8; 64]) -> Masks {
-        Masks::of_words(block)
-    }
-}
-
-const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
-const HIGH: u64 = 0x8080_8080_8080_8080;
-
-const fn splat(b: u8) -> u64 {
-    b as u64 * 0x0101_0101_0101_0101
-}
-
-/// The high bit of each byte of `w` that is not zero (exact: no carry crosses bytes).
-fn nonzero_bytes(w: u64) -> u64 {
-    (((w & LOW7) + LOW7) | w) & HIGH
-}
-
-/// The high bit of each byte of `w` equal to `b`.
-fn equal_bytes(w: u64, b: u8) -> u64 {
-    !nonzero_bytes(w ^ splat(b)) & HIGH
-}
-
-/// The high bits of a word's eight bytes gathered into its low eight bits, byte 0 first.
-fn pack(high_bits: u64) -> u64 {
-    (high_bits >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56
 }
 
 /// What the blocks read so far leave for the next one.
@@ -301,20 +243,6 @@ mod tests {
             answered += usize::from(agrees(&body));
         }
         assert!(answered > 2_000, "{answered} of 20,000 answered");
-    }
-
-    /// Synthetic: the vector and the word-by-word masks agree on every byte value at every place.
-    #[test]
-    fn masks_agree() {
-        for first in 0..=255u8 {
-            let block: [u8; 64] = std::array::from_fn(|i| first.wrapping_add((i * 37) as u8));
-            assert_eq!(Masks::of(&block), Masks::of_words(&block));
-            let expected = |class: fn(u8) -> bool| (0..64).filter(|&i| class(block[i])).fold(0u64, |m, i| m | 1 << i);
-            assert_eq!(Masks::of(&block).digit, expected(|b| b.is_ascii_digit()));
-            assert_eq!(Masks::of(&block).ws, expected(is_ws));
-            assert_eq!(Masks::of(&block).comma, expected(|b| b == b','));
-            assert_eq!(Masks::of(&block).zero, expected(|b| b == b'0'));
-        }
     }
 
     #[test]

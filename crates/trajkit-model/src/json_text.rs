@@ -15,7 +15,7 @@ use std::borrow::Cow;
 use serde::ser::Error as _;
 
 use crate::compact::write_str;
-use crate::integer_blocks;
+use crate::{byte_masks, integer_blocks};
 
 /// Deeper nesting is left to serde_json (its limit is 128 levels, the object counted).
 const MAX_DEPTH: usize = 100;
@@ -425,6 +425,14 @@ impl Scanner<'_> {
         let mut i = self.i;
         let mut escaped = false;
         loop {
+            while let Some(chunk) = b.get(i..i + 16).and_then(|c| <&[u8; 16]>::try_from(c).ok()) {
+                let special = byte_masks::string_specials(chunk);
+                if special != 0 {
+                    i += special.trailing_zeros() as usize;
+                    break;
+                }
+                i += 16;
+            }
             while let Some(chunk) = b.get(i..i + 8) {
                 let special = special_bytes(u64::from_le_bytes(chunk.try_into().ok()?));
                 if special != 0 {

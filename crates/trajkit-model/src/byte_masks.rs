@@ -1,0 +1,147 @@
+//! Bit masks of byte classes, 16 bytes at a time, for the hot scans of JSON text (the end of
+//! a string, the tokens of a token-id array): bit `i` stands for byte `i`. SSE2 compares on
+//! x86_64, where SSE2 is part of every target; the same masks from 64-bit words elsewhere.
+
+/// The classes of a token-id array's bytes (`integer_blocks`).
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub(crate) struct NumberClasses {
+    pub digit: u16,
+    pub comma: u16,
+    /// Space, tab, line feed, carriage return.
+    pub ws: u16,
+    pub zero: u16,
+}
+
+/// The bytes of `chunk` that end a run of plain string content: a quote, a backslash or a
+/// control character (below 0x20).
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn string_specials(chunk: &[u8; 16]) -> u16 {
+    use std::arch::x86_64::*;
+    // SAFETY: SSE2 is part of every x86_64 target; the load reads the 16 bytes of `chunk`
+    // (unaligned loads allowed).
+    unsafe {
+        let v = _mm_loadu_si128(chunk.as_ptr().cast());
+        let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+        let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+        // Unsigned `v <= 0x1f`: the minimum of the two is `v` itself.
+        let control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v);
+        _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control)) as u16
+    }
+}
+
+/// `string_specials` without vector instructions.
+#[cfg(not(target_arch = "x86_64"))]
+pub(crate) fn string_specials(chunk: &[u8; 16]) -> u16 {
+    words::string_specials(chunk)
+}
+
+/// The classes of the 16 bytes of `chunk`.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn number_classes(chunk: &[u8; 16]) -> NumberClasses {
+    use std::arch::x86_64::*;
+    // SAFETY: as in `string_specials`.
+    let [digit, comma, ws, zero] = unsafe {
+        let v = _mm_loadu_si128(chunk.as_ptr().cast());
+        let eq = |b: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(b as i8));
+        // Digits moved to the bottom of the signed range: below -118 is a digit.
+        let shifted = _mm_add_epi8(v, _mm_set1_epi8(0x80u8.wrapping_sub(b'0') as i8));
+        let digit = _mm_cmplt_epi8(shifted, _mm_set1_epi8(-118));
+        let ws = _mm_or_si128(_mm_or_si128(eq(b' '), eq(b'\n')), _mm_or_si128(eq(b'\r'), eq(b'\t')));
+        [digit, eq(b','), ws, eq(b'0')].map(|mask| _mm_movemask_epi8(mask) as u16)
+    };
+    NumberClasses { digit, comma, ws, zero }
+}
+
+/// `number_classes` without vector instructions.
+#[cfg(not(target_arch = "x86_64"))]
+pub(crate) fn number_classes(chunk: &[u8; 16]) -> NumberClasses {
+    words::number_classes(chunk)
+}
+
+/// The masks from 64-bit words: eight bytes at a time, each class's bytes marked in their
+/// high bit, then gathered into eight bits by one multiplication.
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+mod words {
+    use super::NumberClasses;
+
+    const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+
+    const fn splat(b: u8) -> u64 {
+        b as u64 * 0x0101_0101_0101_0101
+    }
+
+    /// The high bit of each byte of `w` that is not zero (exact: no carry crosses bytes).
+    fn nonzero(w: u64) -> u64 {
+        (((w & LOW7) + LOW7) | w) & HIGH
+    }
+
+    /// The high bit of each byte of `w` equal to `b`.
+    fn equal(w: u64, b: u8) -> u64 {
+        !nonzero(w ^ splat(b)) & HIGH
+    }
+
+    /// The high bit of each byte of `w` below `limit` (at most 0x80).
+    fn below(w: u64, limit: u8) -> u64 {
+        !((((w & LOW7) + splat(0x80 - limit)) | w) & HIGH) & HIGH
+    }
+
+    /// The high bits of a word's eight bytes gathered into eight bits, byte 0 first.
+    fn pack(high_bits: u64) -> u16 {
+        ((high_bits >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56) as u16
+    }
+
+    /// Both words of a chunk, each through `classes`, as 16-bit masks.
+    fn each_word(chunk: &[u8; 16], classes: impl Fn(u64) -> u64) -> u16 {
+        let (low, high) = chunk.split_at(8);
+        let word = |half: &[u8]| {
+            let mut bytes = [0u8; 8];
+            bytes.copy_from_slice(half);
+            pack(classes(u64::from_le_bytes(bytes)))
+        };
+        word(low) | word(high) << 8
+    }
+
+    pub(super) fn string_specials(chunk: &[u8; 16]) -> u16 {
+        each_word(chunk, |w| equal(w, b'"') | equal(w, b'\\') | below(w, 0x20))
+    }
+
+    pub(super) fn number_classes(chunk: &[u8; 16]) -> NumberClasses {
+        NumberClasses {
+            digit: each_word(chunk, |w| below(w ^ splat(b'0'), 10)),
+            comma: each_word(chunk, |w| equal(w, b',')),
+            ws: each_word(chunk, |w| equal(w, b' ') | equal(w, b'\n') | equal(w, b'\r') | equal(w, b'\t')),
+            zero: each_word(chunk, |w| equal(w, b'0')),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every byte value at every place of a chunk, in both implementations, against the
+    /// byte-by-byte rule.
+    #[test]
+    fn masks_match_the_byte_rules() {
+        let mask = |chunk: &[u8; 16], class: fn(u8) -> bool| {
+            (0..16).filter(|&i| class(chunk[i])).fold(0u16, |m, i| m | 1 << i)
+        };
+        for first in 0..=255u8 {
+            for step in [1u8, 37, 101] {
+                let chunk: [u8; 16] = std::array::from_fn(|i| first.wrapping_add(step.wrapping_mul(i as u8)));
+                let specials = mask(&chunk, |b| b == b'"' || b == b'\\' || b < 0x20);
+                assert_eq!(string_specials(&chunk), specials);
+                assert_eq!(words::string_specials(&chunk), specials);
+                let expected = NumberClasses {
+                    digit: mask(&chunk, |b| b.is_ascii_digit()),
+                    comma: mask(&chunk, |b| b == b','),
+                    ws: mask(&chunk, |b| matches!(b, b' ' | b'\n' | b'\r' | b'\t')),
+                    zero: mask(&chunk, |b| b == b'0'),
+                };
+                assert_eq!(number_classes(&chunk), expected);
+                assert_eq!(words::number_classes(&chunk), expected);
+            }
+        }
+    }
+}
