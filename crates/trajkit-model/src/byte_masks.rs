@@ -35,6 +35,29 @@ pub(crate) fn string_specials(chunk: &[u8; 16]) -> u16 {
     words::string_specials(chunk)
 }
 
+/// The ASCII whitespace of `chunk` as `str::split_whitespace` knows it (tab, line feed,
+/// vertical tab, form feed, carriage return, space), and its spaces alone.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn text_whitespace(chunk: &[u8; 16]) -> (u16, u16) {
+    use std::arch::x86_64::*;
+    // SAFETY: as in `string_specials`.
+    unsafe {
+        let v = _mm_loadu_si128(chunk.as_ptr().cast());
+        let space = _mm_cmpeq_epi8(v, _mm_set1_epi8(b' ' as i8));
+        // Unsigned `v - 9 <= 4`: tab to carriage return.
+        let from_tab = _mm_sub_epi8(v, _mm_set1_epi8(9));
+        let control = _mm_cmpeq_epi8(_mm_min_epu8(from_tab, _mm_set1_epi8(4)), from_tab);
+        let ws = _mm_movemask_epi8(_mm_or_si128(space, control)) as u16;
+        (ws, _mm_movemask_epi8(space) as u16)
+    }
+}
+
+/// `text_whitespace` without vector instructions.
+#[cfg(not(target_arch = "x86_64"))]
+pub(crate) fn text_whitespace(chunk: &[u8; 16]) -> (u16, u16) {
+    words::text_whitespace(chunk)
+}
+
 /// The classes of the 16 bytes of `chunk`.
 #[cfg(target_arch = "x86_64")]
 pub(crate) fn number_classes(chunk: &[u8; 16]) -> NumberClasses {
@@ -106,6 +129,12 @@ mod words {
         each_word(chunk, |w| equal(w, b'"') | equal(w, b'\\') | below(w, 0x20))
     }
 
+    pub(super) fn text_whitespace(chunk: &[u8; 16]) -> (u16, u16) {
+        let space = each_word(chunk, |w| equal(w, b' '));
+        // Tab to carriage return: below 14 and not below 9.
+        (space | each_word(chunk, |w| below(w, 14) & !below(w, 9)), space)
+    }
+
     pub(super) fn number_classes(chunk: &[u8; 16]) -> NumberClasses {
         NumberClasses {
             digit: each_word(chunk, |w| below(w ^ splat(b'0'), 10)),
@@ -133,6 +162,9 @@ mod tests {
                 let specials = mask(&chunk, |b| b == b'"' || b == b'\\' || b < 0x20);
                 assert_eq!(string_specials(&chunk), specials);
                 assert_eq!(words::string_specials(&chunk), specials);
+                let ws = (mask(&chunk, |b| matches!(b, b'\t'..=b'\r' | b' ')), mask(&chunk, |b| b == b' '));
+                assert_eq!(text_whitespace(&chunk), ws);
+                assert_eq!(words::text_whitespace(&chunk), ws);
                 let expected = NumberClasses {
                     digit: mask(&chunk, |b| b.is_ascii_digit()),
                     comma: mask(&chunk, |b| b == b','),

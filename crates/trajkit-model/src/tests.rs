@@ -192,6 +192,20 @@ fn interaction_digest_is_pinned() {
 fn instruction_words_split_like_split_whitespace() {
     // Every ASCII byte between two words, and the Unicode spaces on the slow path.
     let mut texts: Vec<String> = (0u8..128).map(|b| format!(" a{}b  c\t", b as char)).collect();
+    // Synthetic: pseudo-random texts of words and whitespace runs crossing the 16-byte chunks.
+    let mut seed = 0x2545_F491_4F6C_DD1Du64;
+    for _ in 0..3000 {
+        let mut text = String::new();
+        while text.len() < (seed % 80) as usize + 1 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            text.push_str(
+                ["word", "a", " ", " ", "  ", "\n", "\t", "\r\n", "\x0B", "xyz.", "\x0C "][(seed % 11) as usize],
+            );
+        }
+        texts.push(text);
+    }
     texts.extend(["\u{a0}x\u{3000}y\u{2028}", "x\u{85}y", "\x0B\x0C", "", "   ", "\x1cx\x1fy"].map(String::from));
     for t in &texts {
         let expected = t.split_whitespace().collect::<Vec<_>>().join(" ");
