@@ -30,17 +30,6 @@ pub(crate) fn count(body: &[u8]) -> Option<usize> {
     (state.seen && state.last_digit).then_some(state.commas + 1)
 }
 
-/// Appends `body` without its whitespace: the canonical form of a body `count` accepted.
-pub(crate) fn write_compact(out: &mut Vec<u8>, body: &[u8]) {
-    for part in body.split(|b| is_ws(*b)) {
-        out.extend_from_slice(part);
-    }
-}
-
-fn is_ws(b: u8) -> bool {
-    matches!(b, b' ' | b'\n' | b'\r' | b'\t')
-}
-
 /// One block's classes, bit `i` standing for its byte `i`.
 struct Masks {
     digit: u64,
@@ -243,12 +232,5 @@ mod tests {
             answered += usize::from(agrees(&body));
         }
         assert!(answered > 2_000, "{answered} of 20,000 answered");
-    }
-
-    #[test]
-    fn compact_writing() {
-        let mut out = Vec::new();
-        write_compact(&mut out, b" 1, 2 ,\n3\t");
-        assert_eq!(out, b"1,2,3");
     }
 }

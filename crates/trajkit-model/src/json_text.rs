@@ -64,7 +64,7 @@ pub(crate) fn flat_numbers(text: &str) -> Option<(usize, bool)> {
 
 /// The text between the brackets of `text` when it is `[`…`]` with whitespace around.
 fn array_body(text: &str) -> Option<&[u8]> {
-    let b = text.trim_matches(|c| matches!(c, ' ' | '\n' | '\r' | '\t')).as_bytes();
+    let b = text.trim_matches(|c: char| c.is_ascii() && is_ws(c as u8)).as_bytes();
     b.strip_prefix(b"[")?.strip_suffix(b"]")
 }
 
@@ -179,7 +179,10 @@ fn write_flat_numbers(out: &mut Vec<u8>, text: &str) -> Option<()> {
     let start = out.len();
     out.push(b'[');
     if let Some(body) = array_body(text).filter(|body| integer_blocks::count(body).is_some()) {
-        integer_blocks::write_compact(out, body);
+        // Integers only: the body without its whitespace is canonical.
+        for part in body.split(|b| is_ws(*b)) {
+            out.extend_from_slice(part);
+        }
         out.push(b']');
         return Some(());
     }
