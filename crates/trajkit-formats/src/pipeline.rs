@@ -469,6 +469,19 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize, earl
     }
     // The peek ended before its limit without an error: it holds the whole file.
     let whole = peek_error.is_none() && peek.len() < PEEK_BYTES && !plan.parquet;
+    if let Some(claimed) = early.filter(|_| whole && !plan.parquet && forced.is_none()).and_then(|work| {
+        let single = !plan.file.is_stdin() && peek.len() <= limit;
+        single.then(|| claim_and_read_early(work, &plan.file, &peek, &name)).flatten()
+    }) {
+        let (r, d, processed) = claimed;
+        plan.layout = d.layout;
+        plan.reader = Some(r);
+        report.format = Some(r.name().to_string());
+        plan.references = Some(Vec::new());
+        plan.early = Some(Box::new(processed));
+        plan.report = report;
+        return plan;
+    }
     // Nothing will read a parse of the peek (no early record): a claim the top level
     // settles (an ATIF version) is made without building the document.
     let unparsed = early.is_none() && forced.is_none() && !plan.parquet && !plan.file.is_stdin();
@@ -565,6 +578,31 @@ fn read_early(
         return None;
     }
     Some(process(reader, bytes, &OwnedRecord::document(0, 0..bytes.len(), 0), &plan.file, work, parsed, true))
+}
+
+/// A small file's one record claimed and read in one pass (`Reader::claim_and_read`) by
+/// the reader whose claim no other reader can match; `None` when none claims it so.
+fn claim_and_read_early(
+    work: Work,
+    file: &InputFile,
+    bytes: &[u8],
+    name: &str,
+) -> Option<(&'static dyn Reader, Detection, Processed)> {
+    let readers = registry::all();
+    readers.iter().enumerate().find_map(|(i, &r)| {
+        let mut claim = None;
+        let rec = OwnedRecord::document(0, 0..bytes.len(), 0);
+        let processed = process_with(r, bytes, &rec, work, true, |raw| match r.claim_and_read(raw, file, name) {
+            Some((d, result)) => {
+                claim = Some(d);
+                result
+            }
+            None => RecordResult::Rejected(Vec::new()),
+        });
+        let d = claim?;
+        let mut others = readers.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, o)| o.max_confidence());
+        others.all(|bound| d.confidence > bound).then_some((r, d, processed))
+    })
 }
 
 /// The skeleton of a value larger than the peek (see `crate::skeleton`), with the parsed
@@ -1246,6 +1284,21 @@ fn process(
     parsed: Option<Parsed>,
     only: bool,
 ) -> Processed {
+    process_with(reader, bytes, rec, work, only, |raw| match parsed {
+        Some(value) => reader.read_parsed(value, raw, file),
+        None => reader.read_record(raw, file),
+    })
+}
+
+/// `process` with the record read by `read`.
+fn process_with(
+    reader: &dyn Reader,
+    bytes: &[u8],
+    rec: &OwnedRecord,
+    work: Work,
+    only: bool,
+    read: impl FnOnce(&RawRecord) -> RecordResult,
+) -> Processed {
     let Work { canonical, keep, outcomes, analyze } = work;
     if let Some(problem) = &rec.problem {
         return Processed { identity: Identity::Only, outcome: Err(vec![problem.clone()]) };
@@ -1265,11 +1318,7 @@ fn process(
     let raw = RawRecord { bytes, sha256: &sha_hex, line: rec.line, document_index: rec.document_index };
     // A reader bug must never make a record vanish (or end the run looking successful):
     // a panic becomes a rejection of that record, named as an internal error.
-    let read = || match parsed {
-        Some(value) => reader.read_parsed(value, &raw, file),
-        None => reader.read_record(&raw, file),
-    };
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match read() {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match read(&raw) {
         RecordResult::Rejected(problems) => Err(problems),
         RecordResult::Accepted { mut trajectory, rollout_key, .. } => {
             if let Some(table) = outcomes {

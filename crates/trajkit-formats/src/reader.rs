@@ -266,6 +266,16 @@ pub trait Reader: Send + Sync {
         None
     }
 
+    /// A small file (named `name`) that is one record (`raw`), claimed and read in one pass by a command
+    /// that reads records while planning (`validate`, `inspect`): the claim `detect` makes
+    /// on the same bytes, above every other reader's `max_confidence`, with the record.
+    /// `None` (the default) leaves the file to detection. A reader claims this way only
+    /// records that reference no other file, and declines whatever it would not read
+    /// straight from the bytes (then detection and the reader's own parse decide).
+    fn claim_and_read(&self, _raw: &RawRecord, _file: &InputFile, _name: &str) -> Option<(Detection, RecordResult)> {
+        None
+    }
+
     /// Files that this file's records consume (subagents, continuations, side files).
     /// Called before reading so those files are reported as `part_of` and not read twice.
     fn referenced_files(&self, _file: &InputFile, _layout: Layout) -> Vec<PathBuf> {

@@ -23,6 +23,8 @@ use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult, To
 use crate::rejection::{parse_record, parse_record_keeping, schema, Problem, Reason};
 use crate::token_arrays::{Kept, Parsed};
 
+mod text;
+
 /// The `schema_version` values the spec defines.
 pub const SCHEMA_VERSIONS: [&str; 8] =
     ["ATIF-v1.0", "ATIF-v1.1", "ATIF-v1.2", "ATIF-v1.3", "ATIF-v1.4", "ATIF-v1.5", "ATIF-v1.6", "ATIF-v1.7"];
@@ -151,6 +153,18 @@ impl Reader for AtifReader {
         top.object.then(|| classify(keys, layout)).flatten()
     }
 
+    /// A document with an ATIF version that names no other file, read by `text::read`;
+    /// its claim is `detect_top_level`'s (a file named `.jsonl` is left to detection).
+    fn claim_and_read(&self, raw: &RawRecord, file: &InputFile, name: &str) -> Option<(Detection, RecordResult)> {
+        if line_layout(false, name) != Layout::Document || !contains(raw.bytes, b"ATIF-v") || names_a_file(raw.bytes) {
+            return None;
+        }
+        let t = text::read(std::str::from_utf8(raw.bytes).ok()?, raw, file)?;
+        let keys = Keys { agent: true, steps: true, version: t.provenance.format_version.as_deref() };
+        let claim = classify(keys, Layout::Document)?;
+        Some((claim, RecordResult::Accepted { trajectory: Box::new(t), rollout_key: None, consumed: Vec::new() }))
+    }
+
     fn referenced_files(&self, file: &InputFile, layout: Layout) -> Vec<PathBuf> {
         match input::read_all(file) {
             Ok(bytes) => references(file, layout, &bytes, None),
@@ -171,7 +185,12 @@ impl Reader for AtifReader {
         references(file, layout, peek.bytes, parsed)
     }
 
+    /// The common document straight from its text (`text::read`); any other through
+    /// the parse, the validator and the loader.
     fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
+        if let Some(t) = std::str::from_utf8(raw.bytes).ok().and_then(|s| text::read(s, raw, file)) {
+            return RecordResult::Accepted { trajectory: Box::new(t), rollout_key: None, consumed: Vec::new() };
+        }
         match parse_record_keeping(raw.bytes) {
             Ok(parsed) => self.read_parsed(parsed, raw, file),
             Err(p) => RecordResult::Rejected(vec![p]),
