@@ -213,6 +213,9 @@ pub enum Shape<'s> {
     Object(&'s [(&'s str, Shape<'s>)]),
     /// An array: its elements, each split by the shape.
     Array(&'s Shape<'s>),
+    /// A flat array of plain numbers (token ids, log probabilities), checked as
+    /// `flat_numbers` checks it; any other value stays one text.
+    Numbers,
 }
 
 /// A value's text, and its parts where `split` took it apart.
@@ -229,6 +232,8 @@ pub enum Parts<'a> {
     Members(Vec<(Cow<'a, str>, Split<'a>)>),
     /// An array's elements.
     Elements(Vec<Split<'a>>),
+    /// A flat array of plain numbers (`Shape::Numbers`): how many, and whether all are integers.
+    Numbers { count: usize, integers: bool },
 }
 
 /// `text` checked as `object_members` checks it, in one pass, and taken apart as deep as
@@ -267,12 +272,29 @@ impl<'a> Scanner<'a> {
                 })?;
                 Parts::Elements(elements)
             }
+            (Shape::Numbers, b'[') => match self.flat_numbers(text) {
+                Some((count, integers)) => Parts::Numbers { count, integers },
+                None => {
+                    self.value_in(enclosing)?;
+                    Parts::Whole
+                }
+            },
             _ => {
                 self.value_in(enclosing)?;
                 Parts::Whole
             }
         };
         Some(Split { text: text.get(start..self.i)?, parts })
+    }
+
+    /// The flat array of plain numbers at the scanner (as `flat_numbers` reads it), passed:
+    /// its count and whether all are integers. Its closing bracket is the first one, as
+    /// nothing else in such an array is a bracket; `None` (and not moved) for anything else.
+    fn flat_numbers(&mut self, text: &str) -> Option<(usize, bool)> {
+        let close = self.i + memchr::memchr(b']', self.b.get(self.i..)?)?;
+        let found = flat_numbers(text.get(self.i..=close)?)?;
+        self.i = close + 1;
+        Some(found)
     }
 
     /// The items of a container whose opening bracket is behind, each read by `item`, up
@@ -730,6 +752,29 @@ fn string_tail(inner: &str, keep: usize) -> Option<String> {
     serde_json::from_str(&format!("\"{}\"", inner.get(start..)?)).ok()
 }
 
+/// The text of the string literal `literal` (checked text, quotes included) with its
+/// escapes decoded, borrowed when it has none; `None` for any other value. What serde_json
+/// decodes, without building a `Value` to read one string.
+pub fn string_text(literal: &str) -> Option<Cow<'_, str>> {
+    let inner = literal.strip_prefix('"')?.strip_suffix('"')?;
+    let b = inner.as_bytes();
+    let Some(mut at) = memchr::memchr(b'\\', b) else { return Some(Cow::Borrowed(inner)) };
+    let mut out = String::with_capacity(inner.len());
+    let mut from = 0;
+    loop {
+        out.push_str(inner.get(from..at)?);
+        let (c, len) = unescape(b, at)?;
+        out.push(c);
+        from = at + len;
+        match memchr::memchr(b'\\', b.get(from..)?) {
+            Some(n) => at = from + n,
+            None => break,
+        }
+    }
+    out.push_str(inner.get(from..)?);
+    Some(Cow::Owned(out))
+}
+
 /// The character the JSON escape whose backslash is at `i` stands for, and the escape's
 /// length in bytes; `None` for an escape JSON does not have or a surrogate not in a
 /// high-low pair.
@@ -875,6 +920,79 @@ mod tests {
         refused(&deep(10_000));
         accepted(&format!("{{\"a\":{}}}", "9".repeat(300)));
         accepted(r#"{"a":1.5e299,"b":-2e-299}"#);
+    }
+
+    /// Synthetic: a string literal's text is what serde_json decodes, for every escape form
+    /// at every place of short strings (and runs of them); other values have none.
+    #[test]
+    fn string_text_decodes_as_serde_json() {
+        let forms = [
+            r"\/",
+            r"\b\f\r\t",
+            r"\u001f",
+            r"\u001F",
+            r"\u000a",
+            r"\u0041",
+            r"\ud83d\ude00",
+            r"\\",
+            r#"\""#,
+            r"\n",
+            "\u{e9}",
+        ];
+        for n in 0..12 {
+            let base: String = "abcdefghijkl".chars().take(n).collect();
+            for at in 0..=n {
+                for form in forms {
+                    for repeat in [1, 3] {
+                        let literal = format!("\"{}{}{}\"", &base[..at], form.repeat(repeat), &base[at..]);
+                        let expected: String = serde_json::from_str(&literal).unwrap();
+                        assert_eq!(string_text(&literal).as_deref(), Some(expected.as_str()), "{literal}");
+                    }
+                }
+            }
+        }
+        assert!(matches!(string_text(r#""plain""#), Some(Cow::Borrowed("plain"))));
+        for other in ["7", "[\"a\"]", "null", "{}"] {
+            assert_eq!(string_text(other), None, "{other}");
+        }
+    }
+
+    /// Synthetic: a value split as `Shape::Numbers` is accepted exactly where it is as a
+    /// whole value, with `flat_numbers`' count and integer flag when it is a flat array of
+    /// plain numbers, and whole otherwise (its end found after any bracket inside it).
+    #[test]
+    fn number_arrays_split_as_numbers() {
+        const SHAPE: Shape = Shape::Object(&[("a", Shape::Numbers)]);
+        let cases = [
+            ("[1, 2, 3]", Some((3, true))),
+            ("[ 1.5 ,-2 ]", Some((2, false))),
+            ("[]", Some((0, true))),
+            ("[1e5]", None),
+            ("[1, \"x]\"]", None),
+            ("[[1], 2]", None),
+            ("[1, 2", None),
+            ("[01]", None),
+            ("[-0]", None),
+            ("[1,]", None),
+            ("\"[1]\"", None),
+            ("7", None),
+        ];
+        for (value, numbers) in cases {
+            for text in [format!("{{\"a\": {value}, \"b\": [4]}}"), format!("{{\"a\": {value}}}")] {
+                let whole =
+                    object_members(&text).map(|m| m.iter().map(|(k, v)| (k.to_string(), *v)).collect::<Vec<_>>());
+                let Some(Split { parts: Parts::Members(members), .. }) = split(&text, &SHAPE) else {
+                    assert!(whole.is_none(), "{text}: refused, but accepted whole");
+                    continue;
+                };
+                let texts: Vec<_> = members.iter().map(|(k, v)| (k.to_string(), v.text)).collect();
+                assert_eq!(Some(texts), whole, "{text}");
+                match members[0].1.parts {
+                    Parts::Numbers { count, integers } => assert_eq!(Some((count, integers)), numbers, "{text}"),
+                    _ => assert_eq!(None, numbers, "{text}: not split as numbers"),
+                }
+            }
+        }
     }
 
     /// Synthetic: a split taken several levels down refuses the same texts as a split of

@@ -31,11 +31,17 @@ const _: () = assert!(RESULT_KEYS.len() <= MAX_FIELDS && FINAL_METRICS_KEYS.len(
 const OBJECT: Shape = Shape::Object(&[]);
 /// A message or result content: a string, or content parts (objects, an image's `source` one).
 const CONTENT: Shape = Shape::Array(&Shape::Object(&[("source", OBJECT)]));
+/// Step metrics, their token arrays checked by the flat-number check alone.
+const METRICS: Shape = Shape::Object(&[
+    ("prompt_token_ids", Shape::Numbers),
+    ("completion_token_ids", Shape::Numbers),
+    ("logprobs", Shape::Numbers),
+]);
 const STEP: Shape = Shape::Object(&[
     ("message", CONTENT),
     ("tool_calls", Shape::Array(&OBJECT)),
     ("observation", Shape::Object(&[("results", Shape::Array(&Shape::Object(&[("content", CONTENT)])))])),
-    ("metrics", OBJECT),
+    ("metrics", METRICS),
     ("extra", OBJECT),
 ]);
 const DOCUMENT: Shape = Shape::Object(&[
@@ -331,11 +337,11 @@ fn metrics(m: &Split, allowed: &'static [&'static str], prefix: &str) -> Option<
                 continue;
             }
             (Some("prompt_token_ids" | "completion_token_ids" | "logprobs"), Kind::Array) => {
-                let (text, _, integers) = LazyValue::number_array(v.text)?;
+                let Parts::Numbers { integers, .. } = v.parts else { return None };
                 if !integers && key != "logprobs" {
                     return None;
                 }
-                metrics.extra.insert_lazy(key.to_string(), text);
+                keep_value(&mut metrics.extra, key, v);
                 continue;
             }
             (_, Kind::Null) => {
