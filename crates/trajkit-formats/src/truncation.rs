@@ -41,10 +41,10 @@ fn observation_truncation(v: &LazyValue) -> Option<&'static str> {
             return found;
         }
     }
-    // A string held as text without escapes is its own text: read in place, not built
-    // into a `Value` (short tool outputs are most of ATIF's).
-    if let Some(plain) = v.text().and_then(|t| t.strip_prefix('"')?.strip_suffix('"')).filter(|s| !s.contains('\\')) {
-        return truncation(plain);
+    // A string is read from its text, not built into a `Value` (short tool outputs are
+    // most of ATIF's).
+    if let Some(text) = v.string_text() {
+        return truncation(&text);
     }
     truncation(&text_of(v)?)
 }

@@ -174,6 +174,15 @@ impl LazyValue {
         json_text::string_ends(self.text()?, keep)
     }
 
+    /// The text of a string, read from the source text while it is held as text (escapes
+    /// decoded, no `Value` built); `None` when the value is not a string.
+    pub fn string_text(&self) -> Option<Cow<'_, str>> {
+        match self.text() {
+            Some(text) => json_text::string_text(text),
+            None => self.value().as_str().map(Cow::Borrowed),
+        }
+    }
+
     /// The elements of an array, each still text if this was; the value itself when it is
     /// not an array.
     pub fn into_array(self) -> Result<Vec<LazyValue>, Value> {
