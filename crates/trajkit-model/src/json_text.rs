@@ -272,7 +272,7 @@ impl<'a> Scanner<'a> {
                 })?;
                 Parts::Elements(elements)
             }
-            (Shape::Numbers, b'[') => match self.flat_numbers(text) {
+            (Shape::Numbers, b'[') if enclosing < MAX_DEPTH => match self.flat_numbers() {
                 Some((count, integers)) => Parts::Numbers { count, integers },
                 None => {
                     self.value_in(enclosing)?;
@@ -287,12 +287,22 @@ impl<'a> Scanner<'a> {
         Some(Split { text: text.get(start..self.i)?, parts })
     }
 
-    /// The flat array of plain numbers at the scanner (as `flat_numbers` reads it), passed:
-    /// its count and whether all are integers. Its closing bracket is the first one, as
-    /// nothing else in such an array is a bracket; `None` (and not moved) for anything else.
-    fn flat_numbers(&mut self, text: &str) -> Option<(usize, bool)> {
-        let close = self.i + memchr::memchr(b']', self.b.get(self.i..)?)?;
-        let found = flat_numbers(text.get(self.i..=close)?)?;
+    /// The flat array of plain numbers at the scanner (at its `[`, as `flat_numbers` reads
+    /// it), passed: its count and whether all are integers; `None` (and not moved) for
+    /// anything else. Such an array's closing bracket is the next bracket, and nothing past
+    /// the next bracket is looked at, so no byte is searched from two opening brackets.
+    fn flat_numbers(&mut self) -> Option<(usize, bool)> {
+        let from = self.i + 1;
+        let rest = self.b.get(from..)?;
+        let first = rest.iter().position(|c| !is_ws(*c))?;
+        if !matches!(rest.get(first), Some(b'-' | b'0'..=b'9' | b']')) {
+            return None;
+        }
+        let close = from + memchr::memchr2(b']', b'[', rest)?;
+        if self.b.get(close) != Some(&b']') {
+            return None;
+        }
+        let found = flat_numbers(self.t.get(self.i..=close)?)?;
         self.i = close + 1;
         Some(found)
     }
@@ -333,13 +343,14 @@ pub(crate) fn write_canonical(out: &mut Vec<u8>, text: &str) -> Result<(), serde
 }
 
 struct Scanner<'a> {
+    t: &'a str,
     b: &'a [u8],
     i: usize,
 }
 
 impl<'a> Scanner<'a> {
     fn new(text: &'a str) -> Self {
-        Scanner { b: text.as_bytes(), i: 0 }
+        Scanner { t: text, b: text.as_bytes(), i: 0 }
     }
 }
 
@@ -386,20 +397,24 @@ impl Scanner<'_> {
         'value: loop {
             match self.peek()? {
                 c @ (b'{' | b'[') => {
-                    self.i += 1;
                     if open.len() + 1 + enclosing > MAX_DEPTH {
                         return None;
                     }
-                    let close = if c == b'{' { b'}' } else { b']' };
-                    self.ws();
-                    if self.peek() == Some(close) {
+                    // A flat array of plain numbers (token ids) is checked whole, 64 bytes
+                    // at a time, where the walk below goes number by number.
+                    if c == b'{' || self.flat_numbers().is_none() {
                         self.i += 1;
-                    } else {
-                        open.push(close);
-                        if close == b'}' {
-                            self.key_only()?;
+                        let close = if c == b'{' { b'}' } else { b']' };
+                        self.ws();
+                        if self.peek() == Some(close) {
+                            self.i += 1;
+                        } else {
+                            open.push(close);
+                            if close == b'}' {
+                                self.key_only()?;
+                            }
+                            continue 'value;
                         }
-                        continue 'value;
                     }
                 }
                 b'"' => {
@@ -954,6 +969,39 @@ mod tests {
         assert!(matches!(string_text(r#""plain""#), Some(Cow::Borrowed("plain"))));
         for other in ["7", "[\"a\"]", "null", "{}"] {
             assert_eq!(string_text(other), None, "{other}");
+        }
+    }
+
+    /// Synthetic: arrays of numbers inside values (checked whole when flat) are accepted
+    /// exactly where serde_json parses them, nested, broken or next to brackets in strings.
+    #[test]
+    fn number_arrays_inside_values_keep_the_rules() {
+        let arrays = [
+            "[1, [2, 3], 4]",
+            "[[1],[2]]",
+            "[1, 2]",
+            "[1,2,]",
+            "[1 2]",
+            "[1, \"]\"]",
+            "[\"[\", 1]",
+            "[-0]",
+            "[1e5, [1]]",
+            "[ ]",
+            "[1,\n2\t]",
+            "[01]",
+            "[1, {\"a\": [2]}]",
+            "[1, 2",
+            "[1.5, -2.25, 3]",
+            "[1, -]",
+            "[9999999999999999999999]",
+        ];
+        for a in arrays {
+            for text in
+                [a.to_string(), format!("{{\"k\": {a}}}"), format!("[{a}, {a}]"), format!("{{\"k\": [{a}], \"j\": 1}}")]
+            {
+                let serde = serde_json::from_str::<serde_json::Value>(&text).is_ok();
+                assert_eq!(value(&text).is_some(), serde, "{text}");
+            }
         }
     }
 
