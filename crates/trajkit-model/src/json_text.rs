@@ -334,6 +334,19 @@ pub(crate) fn write_canonical(out: &mut Vec<u8>, text: &str) -> Result<(), serde
     if text.starts_with('[') && write_flat_numbers(out, text).is_some() {
         return Ok(());
     }
+    // A string alone (a message, a tool output): checked text holds no raw quote or control
+    // character inside, so its end is the text's end and only escapes need a look.
+    if let Some(inner) = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+        if memchr::memchr(b'\\', inner.as_bytes()).is_none() {
+            out.extend_from_slice(text.as_bytes());
+            return Ok(());
+        }
+        let start = out.len();
+        if write_escaped(out, inner.as_bytes()).is_some() {
+            return Ok(());
+        }
+        out.truncate(start);
+    }
     let mut s = Scanner::new(text);
     s.ws();
     s.write_value(out, text, 0)
@@ -937,8 +950,9 @@ mod tests {
         accepted(r#"{"a":1.5e299,"b":-2e-299}"#);
     }
 
-    /// Synthetic: a string literal's text is what serde_json decodes, for every escape form
-    /// at every place of short strings (and runs of them); other values have none.
+    /// Synthetic: a string literal's text is what serde_json decodes, and a lone literal is
+    /// written as serde_json writes that text, for every escape form at every place of short
+    /// strings (and runs of them); other values have no text.
     #[test]
     fn string_text_decodes_as_serde_json() {
         let forms = [
@@ -962,6 +976,9 @@ mod tests {
                         let literal = format!("\"{}{}{}\"", &base[..at], form.repeat(repeat), &base[at..]);
                         let expected: String = serde_json::from_str(&literal).unwrap();
                         assert_eq!(string_text(&literal).as_deref(), Some(expected.as_str()), "{literal}");
+                        let mut written = Vec::new();
+                        write_canonical(&mut written, &literal).unwrap();
+                        assert_eq!(written, serde_json::to_vec(&expected).unwrap(), "{literal} written alone");
                     }
                 }
             }
