@@ -588,21 +588,22 @@ fn claim_and_read_early(
     bytes: &[u8],
     name: &str,
 ) -> Option<(&'static dyn Reader, Detection, Processed)> {
+    let rec = OwnedRecord::document(0, 0..bytes.len(), 0);
+    let identity = identity_of(work, bytes, &rec, true);
+    let sha_hex = hex_of(identity);
+    let raw = RawRecord { bytes, sha256: &sha_hex, line: rec.line, document_index: rec.document_index };
     let readers = registry::all();
-    readers.iter().enumerate().find_map(|(i, &r)| {
-        let mut claim = None;
-        let rec = OwnedRecord::document(0, 0..bytes.len(), 0);
-        let processed = process_with(r, bytes, &rec, work, true, |raw| match r.claim_and_read(raw, file, name) {
-            Some((d, result)) => {
-                claim = Some(d);
-                result
-            }
-            None => RecordResult::Rejected(Vec::new()),
-        });
-        let d = claim?;
+    for (i, &r) in readers.iter().enumerate() {
+        // A reader that panics here claims nothing: detection and its own read decide.
+        let claim = std::panic::AssertUnwindSafe(|| r.claim_and_read(&raw, file, name));
+        let claimed = std::panic::catch_unwind(claim).ok().flatten();
+        let Some((d, result)) = claimed else { continue };
         let mut others = readers.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, o)| o.max_confidence());
-        others.all(|bound| d.confidence > bound).then_some((r, d, processed))
-    })
+        if others.all(|bound| d.confidence > bound) {
+            return Some((r, d, settle(r, work, bytes.len(), identity, || result)));
+        }
+    }
+    None
 }
 
 /// The skeleton of a value larger than the peek (see `crate::skeleton`), with the parsed
@@ -1299,26 +1300,48 @@ fn process_with(
     only: bool,
     read: impl FnOnce(&RawRecord) -> RecordResult,
 ) -> Processed {
-    let Work { canonical, keep, outcomes, analyze } = work;
     if let Some(problem) = &rec.problem {
         return Processed { identity: Identity::Only, outcome: Err(vec![problem.clone()]) };
     }
-    // SHA-256 of the source was 15 % of `validate`'s CPU on small ATIF files and 17 % of
-    // `inspect`'s on Gym lines: where only the per-file checks read it, a record is known
-    // by its place in the file and a fast hash instead (`crate::identity`).
-    let identity = match (work.unread(), only, rec.at) {
+    let identity = identity_of(work, bytes, rec, only);
+    let sha_hex = hex_of(identity);
+    let raw = RawRecord { bytes, sha256: &sha_hex, line: rec.line, document_index: rec.document_index };
+    settle(reader, work, bytes.len(), identity, || read(&raw))
+}
+
+/// How a record of `bytes` is known. SHA-256 of the source was 15 % of `validate`'s CPU on
+/// small ATIF files and 17 % of `inspect`'s on Gym lines: where only the per-file checks
+/// read it, a record is known by its place in the file and a fast hash instead
+/// (`crate::identity`).
+fn identity_of(work: Work, bytes: &[u8], rec: &OwnedRecord, only: bool) -> Identity {
+    match (work.unread(), only, rec.at) {
         (true, true, _) => Identity::Only,
         (true, false, Some(offset)) => Identity::at(bytes, offset),
         _ => Identity::sha(bytes),
-    };
-    let sha_hex: std::borrow::Cow<str> = match identity {
+    }
+}
+
+/// The SHA-256 a reader is given: the record's, or zeros when it is not hashed.
+fn hex_of(identity: Identity) -> std::borrow::Cow<'static, str> {
+    match identity {
         Identity::Sha(sha) => trajkit_model::canonical::hex(&sha).into(),
         _ => UNHASHED.into(),
-    };
-    let raw = RawRecord { bytes, sha256: &sha_hex, line: rec.line, document_index: rec.document_index };
+    }
+}
+
+/// The record `read` gives, joined with outcomes, checked for truncation and sealed or
+/// written as `work` asks.
+fn settle(
+    reader: &dyn Reader,
+    work: Work,
+    source_len: usize,
+    identity: Identity,
+    read: impl FnOnce() -> RecordResult,
+) -> Processed {
+    let Work { canonical, keep, outcomes, analyze } = work;
     // A reader bug must never make a record vanish (or end the run looking successful):
     // a panic becomes a rejection of that record, named as an internal error.
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match read(&raw) {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match read() {
         RecordResult::Rejected(problems) => Err(problems),
         RecordResult::Accepted { mut trajectory, rollout_key, .. } => {
             if let Some(table) = outcomes {
@@ -1326,7 +1349,7 @@ fn process_with(
             }
             crate::truncation::mark_truncated_observations(&mut trajectory);
             let output = Output { canonical, sealed: keep || analyze.is_some() };
-            match seal_and_serialize(&mut trajectory, output, bytes.len()) {
+            match seal_and_serialize(&mut trajectory, output, source_len) {
                 Ok(out) => Ok(Accepted {
                     counts: TrajectoryCounts::of(&trajectory),
                     analysis: analyze.map(|f| f(&trajectory)),

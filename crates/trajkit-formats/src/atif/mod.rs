@@ -188,7 +188,9 @@ impl Reader for AtifReader {
     /// The common document straight from its text (`text::read`); any other through
     /// the parse, the validator and the loader.
     fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
-        if let Some(t) = std::str::from_utf8(raw.bytes).ok().and_then(|s| text::read(s, raw, file)) {
+        // A document that names another file is declined by `text::read` after its split.
+        let source = std::str::from_utf8(raw.bytes).ok().filter(|_| !names_a_file(raw.bytes));
+        if let Some(t) = source.and_then(|s| text::read(s, raw, file)) {
             return RecordResult::Accepted { trajectory: Box::new(t), rollout_key: None, consumed: Vec::new() };
         }
         match parse_record_keeping(raw.bytes) {
