@@ -28,6 +28,31 @@ use crate::reader::RawRecord;
 const _: () = assert!(TRAJECTORY_KEYS.len() <= MAX_FIELDS && AGENT_KEYS.len() <= MAX_FIELDS);
 const _: () = assert!(RESULT_KEYS.len() <= MAX_FIELDS && FINAL_METRICS_KEYS.len() <= MAX_FIELDS);
 
+/// `f`'s member `key`, by `key`'s place in `keys` found when compiling (a key `keys` lacks
+/// does not compile): searching the names at run time was 5 % of ATIF `validate`.
+macro_rules! field {
+    ($f:expr, $keys:expr, $key:literal) => {
+        $f.at(const { place($keys, $key) }, $key)
+    };
+}
+
+/// The place of `key` in `keys` (for `field!`, when compiling).
+const fn place(keys: &[&str], key: &str) -> usize {
+    let mut i = 0;
+    while i < keys.len() {
+        let (a, b) = (keys[i].as_bytes(), key.as_bytes());
+        let mut j = 0;
+        while a.len() == b.len() && j < a.len() && a[j] == b[j] {
+            j += 1;
+        }
+        if a.len() == b.len() && j == a.len() {
+            return i;
+        }
+        i += 1;
+    }
+    panic!("not an allowed name")
+}
+
 const OBJECT: Shape = Shape::Object(&[]);
 /// A message or result content: a string, or content parts (objects, an image's `source` one).
 const CONTENT: Shape = Shape::Array(&Shape::Object(&[("source", OBJECT)]));
@@ -55,10 +80,12 @@ const DOCUMENT: Shape = Shape::Object(&[
 pub(super) fn read(text: &str, raw: &RawRecord, file: &InputFile) -> Option<Trajectory> {
     let doc = json_text::split(text, &DOCUMENT)?;
     let f = fields(&doc, TRAJECTORY_KEYS)?;
-    if f.get("continued_trajectory_ref").is_some() || f.get("subagent_trajectories").is_some() {
+    if field!(f, TRAJECTORY_KEYS, "continued_trajectory_ref").is_some()
+        || field!(f, TRAJECTORY_KEYS, "subagent_trajectories").is_some()
+    {
         return None;
     }
-    let version = req_str(f.get("schema_version"))?;
+    let version = req_str(field!(f, TRAJECTORY_KEYS, "schema_version"))?;
     if !SCHEMA_VERSIONS.contains(&&*version) {
         return None;
     }
@@ -72,10 +99,10 @@ pub(super) fn read(text: &str, raw: &RawRecord, file: &InputFile) -> Option<Traj
             _ => keep(&mut extra, key, f.get(key)),
         }
     }
-    opt_kind(f.get("extra"), Kind::Object)?;
-    keep(&mut extra, "extra", f.get("extra"));
-    let (agent, tools) = agent(f.get("agent")?, &mut extra)?;
-    let metrics = match f.get("final_metrics") {
+    opt_kind(field!(f, TRAJECTORY_KEYS, "extra"), Kind::Object)?;
+    keep(&mut extra, "extra", field!(f, TRAJECTORY_KEYS, "extra"));
+    let (agent, tools) = agent(field!(f, TRAJECTORY_KEYS, "agent")?, &mut extra)?;
+    let metrics = match field!(f, TRAJECTORY_KEYS, "final_metrics") {
         Some(fm) if kind(fm) == Kind::Object => Some(metrics(fm, FINAL_METRICS_KEYS, "total_")?),
         other => {
             opt_kind(other, Kind::Object)?;
@@ -83,7 +110,7 @@ pub(super) fn read(text: &str, raw: &RawRecord, file: &InputFile) -> Option<Traj
             None
         }
     };
-    let Parts::Elements(elements) = &f.get("steps")?.parts else { return None };
+    let Parts::Elements(elements) = &field!(f, TRAJECTORY_KEYS, "steps")?.parts else { return None };
     if elements.is_empty() {
         return None;
     }
@@ -108,12 +135,12 @@ pub(super) fn read(text: &str, raw: &RawRecord, file: &InputFile) -> Option<Traj
 fn agent(a: &Split, extra: &mut Extra) -> Option<(Agent, Option<Vec<Value>>)> {
     let f = fields(a, AGENT_KEYS)?;
     let agent = Agent {
-        name: Some(req_str(f.get("name"))?.into_owned()),
-        version: Some(req_str(f.get("version"))?.into_owned()),
-        model: opt_str(f.get("model_name"))?.map(Cow::into_owned),
+        name: Some(req_str(field!(f, AGENT_KEYS, "name"))?.into_owned()),
+        version: Some(req_str(field!(f, AGENT_KEYS, "version"))?.into_owned()),
+        model: opt_str(field!(f, AGENT_KEYS, "model_name"))?.map(Cow::into_owned),
     };
-    opt_kind(f.get("extra"), Kind::Object)?;
-    let tools = match f.get("tool_definitions") {
+    opt_kind(field!(f, AGENT_KEYS, "extra"), Kind::Object)?;
+    let tools = match field!(f, AGENT_KEYS, "tool_definitions") {
         Some(Split { parts: Parts::Elements(defs), .. }) => {
             let each = |d: &Split| if kind(d) == Kind::Object { serde_json::from_str(d.text).ok() } else { None };
             Some(defs.iter().map(each).collect::<Option<Vec<Value>>>()?)
@@ -141,12 +168,12 @@ fn agent(a: &Split, extra: &mut Extra) -> Option<(Agent, Option<Vec<Value>>)> {
 /// Step `i` (0-based), checked as `Validator::step` checks it and mapped as `map_step` maps it.
 fn step(s: &Split, i: usize) -> Option<Step> {
     let f = fields(s, STEP_KEYS)?;
-    let step_id = f.get("step_id")?;
+    let step_id = field!(f, STEP_KEYS, "step_id")?;
     let id = number(step_id)?;
     if as_int(&id)? != i as i128 + 1 {
         return None;
     }
-    let role = match &*req_str(f.get("source"))? {
+    let role = match &*req_str(field!(f, STEP_KEYS, "source"))? {
         "user" => Role::User,
         "agent" => Role::Assistant,
         "system" => Role::System,
@@ -159,25 +186,25 @@ fn step(s: &Split, i: usize) -> Option<Step> {
     let mut step = Step::new(role, None);
     step.source_id = Some(id);
     let mut extra = Extra::new();
-    step.timestamp = opt_str(f.get("timestamp"))?.map(Cow::into_owned);
+    step.timestamp = opt_str(field!(f, STEP_KEYS, "timestamp"))?.map(Cow::into_owned);
     if step.timestamp.as_deref().is_some_and(|t| !valid_timestamp(t)) {
         return None;
     }
-    step.model = opt_str(f.get("model_name"))?.map(Cow::into_owned);
-    step.reasoning = opt_str(f.get("reasoning_content"))?.map(Cow::into_owned);
-    match f.get("reasoning_effort").map(kind) {
+    step.model = opt_str(field!(f, STEP_KEYS, "model_name"))?.map(Cow::into_owned);
+    step.reasoning = opt_str(field!(f, STEP_KEYS, "reasoning_content"))?.map(Cow::into_owned);
+    match field!(f, STEP_KEYS, "reasoning_effort").map(kind) {
         None | Some(Kind::Null | Kind::String | Kind::Number) => {}
         Some(_) => return None,
     }
-    let message = f.get("message")?;
+    let message = field!(f, STEP_KEYS, "message")?;
     content(message)?;
     step.content = Some(lazy(message));
-    step.copied_context = match f.get("is_copied_context").map(|b| (kind(b), b.text)) {
+    step.copied_context = match field!(f, STEP_KEYS, "is_copied_context").map(|b| (kind(b), b.text)) {
         None | Some((Kind::Null, _)) => false,
         Some((Kind::Bool, text)) => text == "true",
         Some(_) => return None,
     };
-    step.tool_calls = match f.get("tool_calls") {
+    step.tool_calls = match field!(f, STEP_KEYS, "tool_calls") {
         Some(Split { parts: Parts::Elements(calls), .. }) => calls.iter().map(tool_call).collect::<Option<_>>()?,
         other => {
             opt_kind(other, Kind::Null)?;
@@ -185,26 +212,29 @@ fn step(s: &Split, i: usize) -> Option<Step> {
         }
     };
     let ids: HashSet<&str> = step.tool_calls.iter().filter_map(|c| c.id.as_deref()).collect();
-    step.tool_results = match f.get("observation") {
+    step.tool_results = match field!(f, STEP_KEYS, "observation") {
         Some(o) if kind(o) == Kind::Object => observation(o, &ids)?,
         other => {
             opt_kind(other, Kind::Object)?;
             Vec::new()
         }
     };
-    step.metrics = match f.get("metrics") {
+    step.metrics = match field!(f, STEP_KEYS, "metrics") {
         Some(m) if kind(m) == Kind::Object => Some(metrics(m, METRICS_KEYS, "")?),
         other => {
             opt_kind(other, Kind::Object)?;
             None
         }
     };
-    opt_kind(f.get("extra"), Kind::Object)?;
-    let llm_calls = opt_int(f.get("llm_call_count"))?;
+    opt_kind(field!(f, STEP_KEYS, "extra"), Kind::Object)?;
+    let llm_calls = opt_int(field!(f, STEP_KEYS, "llm_call_count"))?;
     if llm_calls.is_some_and(|n| n < 0) {
         return None;
     }
-    if agent_step && llm_calls == Some(0) && (present(f.get("metrics")) || present(f.get("reasoning_content"))) {
+    if agent_step
+        && llm_calls == Some(0)
+        && (present(field!(f, STEP_KEYS, "metrics")) || present(field!(f, STEP_KEYS, "reasoning_content")))
+    {
         return None;
     }
     // What `map_step` leaves in `extra`: the fields it has no place for, and `null`s.
@@ -216,7 +246,7 @@ fn step(s: &Split, i: usize) -> Option<Step> {
             _ => {}
         }
     }
-    step.subagent = f.get("extra").is_some_and(is_sidechain);
+    step.subagent = field!(f, STEP_KEYS, "extra").is_some_and(is_sidechain);
     step.extra = extra;
     Some(step)
 }
@@ -238,19 +268,19 @@ fn tool_call(c: &Split) -> Option<ToolCall> {
         return None;
     }
     let f = fields(c, TOOL_CALL_KEYS)?;
-    let arguments = f.get("arguments")?;
+    let arguments = field!(f, TOOL_CALL_KEYS, "arguments")?;
     if kind(arguments) != Kind::Object {
         return None;
     }
-    opt_kind(f.get("extra"), Kind::Object)?;
+    opt_kind(field!(f, TOOL_CALL_KEYS, "extra"), Kind::Object)?;
     let mut extra = Extra::new();
-    keep(&mut extra, "extra", f.get("extra"));
+    keep(&mut extra, "extra", field!(f, TOOL_CALL_KEYS, "extra"));
     Some(ToolCall {
         arguments: lazy(arguments),
         arguments_invalid: false,
         extra,
-        id: Some(req_str(f.get("tool_call_id"))?.into_owned()),
-        name: req_str(f.get("function_name"))?.into_owned(),
+        id: Some(req_str(field!(f, TOOL_CALL_KEYS, "tool_call_id"))?.into_owned()),
+        name: req_str(field!(f, TOOL_CALL_KEYS, "function_name"))?.into_owned(),
         text_embedded: false,
     })
 }
@@ -259,21 +289,23 @@ fn tool_call(c: &Split) -> Option<ToolCall> {
 /// (each `source_call_id` names a call of the step) and mapped as `map_result` maps them.
 fn observation(o: &Split, ids: &HashSet<&str>) -> Option<Vec<ToolResult>> {
     let f = fields(o, OBSERVATION_KEYS)?;
-    let Some(Split { parts: Parts::Elements(results), .. }) = f.get("results") else { return None };
+    let Some(Split { parts: Parts::Elements(results), .. }) = field!(f, OBSERVATION_KEYS, "results") else {
+        return None;
+    };
     let result = |r: &Split| -> Option<ToolResult> {
         if kind(r) != Kind::Object {
             return None;
         }
         let f = fields(r, RESULT_KEYS)?;
-        if present(f.get("subagent_trajectory_ref")) {
+        if present(field!(f, RESULT_KEYS, "subagent_trajectory_ref")) {
             return None;
         }
-        opt_kind(f.get("extra"), Kind::Object)?;
-        let call_id = opt_str(f.get("source_call_id"))?;
+        opt_kind(field!(f, RESULT_KEYS, "extra"), Kind::Object)?;
+        let call_id = opt_str(field!(f, RESULT_KEYS, "source_call_id"))?;
         if call_id.as_deref().is_some_and(|id| !ids.contains(id)) {
             return None;
         }
-        let content = match f.get("content") {
+        let content = match field!(f, RESULT_KEYS, "content") {
             Some(c) if kind(c) != Kind::Null => {
                 content(c)?;
                 Some(lazy(c))
@@ -286,7 +318,7 @@ fn observation(o: &Split, ids: &HashSet<&str>) -> Option<Vec<ToolResult>> {
                 keep(&mut extra, key, f.get(key));
             }
         }
-        keep(&mut extra, "extra", f.get("extra"));
+        keep(&mut extra, "extra", field!(f, RESULT_KEYS, "extra"));
         Some(ToolResult { call_id: call_id.map(Cow::into_owned), content, extra, subagent_refs: Vec::new() })
     };
     results.iter().map(result).collect()
@@ -304,20 +336,20 @@ fn content(c: &Split) -> Option<()> {
 /// A text part with its `text`, or an image part with its `source`.
 fn content_part(p: &Split) -> Option<()> {
     let f = fields(p, CONTENT_PART_KEYS)?;
-    let text = opt_str(f.get("text"))?.is_some();
-    let source = match f.get("source") {
+    let text = opt_str(field!(f, CONTENT_PART_KEYS, "text"))?.is_some();
+    let source = match field!(f, CONTENT_PART_KEYS, "source") {
         Some(s) if kind(s) == Kind::Null => false,
         Some(s) => {
             let f = fields(s, IMAGE_SOURCE_KEYS)?;
-            if !MEDIA_TYPES.contains(&&*req_str(f.get("media_type"))?) {
+            if !MEDIA_TYPES.contains(&&*req_str(field!(f, IMAGE_SOURCE_KEYS, "media_type"))?) {
                 return None;
             }
-            req_str(f.get("path"))?;
+            req_str(field!(f, IMAGE_SOURCE_KEYS, "path"))?;
             true
         }
         None => false,
     };
-    match &*req_str(f.get("type"))? {
+    match &*req_str(field!(f, CONTENT_PART_KEYS, "type"))? {
         "text" => (text && !source).then_some(()),
         "image" => (source && !text).then_some(()),
         _ => None,
@@ -395,6 +427,12 @@ fn fields<'s, 'a>(split: &'s Split<'a>, allowed: &'static [&'static str]) -> Opt
 impl<'s, 'a> Fields<'s, 'a> {
     fn get(&self, key: &str) -> Option<&'s Split<'a>> {
         let i = self.allowed.iter().position(|a| *a == key)?;
+        self.values.get(i).copied().flatten()
+    }
+
+    /// The member at place `i` of `allowed`, which is `key` (`field!`).
+    fn at(&self, i: usize, key: &str) -> Option<&'s Split<'a>> {
+        debug_assert_eq!(self.allowed.get(i), Some(&key), "field! named the wrong table");
         self.values.get(i).copied().flatten()
     }
 
