@@ -477,15 +477,7 @@ fn present(v: Option<&Split>) -> bool {
 
 /// A required string, decoded.
 fn req_str<'a>(v: Option<&Split<'a>>) -> Option<Cow<'a, str>> {
-    let v = v?;
-    if kind(v) != Kind::String {
-        return None;
-    }
-    let inner = v.text.get(1..v.text.len() - 1)?;
-    if !inner.contains('\\') {
-        return Some(Cow::Borrowed(inner));
-    }
-    serde_json::from_str::<String>(v.text).ok().map(Cow::Owned)
+    json_text::string_text(v?.text)
 }
 
 /// An optional string (absent or `null`: `Some(None)`); `None` for another type.
