@@ -406,11 +406,11 @@ impl Scanner<'_> {
     /// One value starting here inside `enclosing` containers.
     fn value_in(&mut self, enclosing: usize) -> Option<()> {
         // The closing bracket of each open container, innermost last.
-        let mut open: Vec<u8> = Vec::new();
+        let mut open = Closers::default();
         'value: loop {
             match self.peek()? {
                 c @ (b'{' | b'[') => {
-                    if open.len() + 1 + enclosing > MAX_DEPTH {
+                    if open.len + 1 + enclosing > MAX_DEPTH {
                         return None;
                     }
                     // A flat array of plain numbers (token ids) is checked whole, 64 bytes
@@ -442,7 +442,7 @@ impl Scanner<'_> {
             }
             // A value is complete: close containers or go on to the next element.
             loop {
-                let Some(&close) = open.last() else { return Some(()) };
+                let Some(close) = open.last() else { return Some(()) };
                 self.ws();
                 match self.next()? {
                     b',' => {
@@ -478,22 +478,28 @@ impl Scanner<'_> {
         let mut i = self.i;
         let mut escaped = false;
         loop {
-            while let Some(chunk) = b.get(i..i + 16).and_then(|c| <&[u8; 16]>::try_from(c).ok()) {
-                let special = byte_masks::string_specials(chunk);
-                if special != 0 {
-                    i += special.trailing_zeros() as usize;
-                    break;
-                }
-                i += 16;
-            }
-            while let Some(chunk) = b.get(i..i + 8) {
-                let special = special_bytes(u64::from_le_bytes(chunk.try_into().ok()?));
-                if special != 0 {
-                    i += (special.trailing_zeros() / 8) as usize;
-                    break;
-                }
-                i += 8;
-            }
+            // To the next quote, backslash or control character: 16 bytes at a time, then
+            // (fewer than 16 left) 8 at a time, then byte by byte. A special found in a
+            // block goes straight to the dispatch below, not through the narrower loops.
+            i = match b.get(i..i + 16).and_then(|c| <&[u8; 16]>::try_from(c).ok()) {
+                Some(chunk) => match byte_masks::string_specials(chunk) {
+                    0 => {
+                        i += 16;
+                        continue;
+                    }
+                    special => i + special.trailing_zeros() as usize,
+                },
+                None => match b.get(i..i + 8).and_then(|c| <[u8; 8]>::try_from(c).ok()) {
+                    Some(word) => match special_bytes(u64::from_le_bytes(word)) {
+                        0 => {
+                            i += 8;
+                            continue;
+                        }
+                        special => i + (special.trailing_zeros() / 8) as usize,
+                    },
+                    None => i,
+                },
+            };
             match *b.get(i)? {
                 b'"' => {
                     self.i = i + 1;
@@ -840,6 +846,32 @@ pub fn unescape(raw: &[u8], i: usize) -> Option<(char, usize)> {
 fn hex4(b: &[u8], i: usize) -> Option<u32> {
     b.get(i..i + 4)?.iter().try_fold(0, |n, c| Some(n * 16 + char::from(*c).to_digit(16)?))
 }
+
+/// The closing brackets of the containers open inside one value, innermost last, one bit
+/// each (set for `}`): `MAX_DEPTH` fits, so checking a value allocates nothing.
+#[derive(Default)]
+struct Closers {
+    bits: u128,
+    len: usize,
+}
+
+impl Closers {
+    fn push(&mut self, close: u8) {
+        self.bits = self.bits << 1 | u128::from(close == b'}');
+        self.len += 1;
+    }
+
+    fn last(&self) -> Option<u8> {
+        (self.len > 0).then_some(if self.bits & 1 == 1 { b'}' } else { b']' })
+    }
+
+    fn pop(&mut self) {
+        self.bits >>= 1;
+        self.len = self.len.saturating_sub(1);
+    }
+}
+
+const _: () = assert!(MAX_DEPTH <= 128, "Closers holds at most 128 brackets");
 
 /// The high bit of each byte of `word` that is a quote, a backslash or a control
 /// character; exact up to the lowest one set (borrows may mark bytes above it).
