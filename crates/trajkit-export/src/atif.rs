@@ -355,7 +355,8 @@ fn agent(t: &Trajectory) -> Value {
         o.insert("model_name".into(), Value::String(m.clone()));
     }
     if let Some(tools) = &t.tools {
-        let (objects, other): (Vec<Value>, Vec<Value>) = tools.iter().cloned().partition(Value::is_object);
+        let (objects, other): (Vec<Value>, Vec<Value>) =
+            tools.iter().map(|t| t.value().clone()).partition(Value::is_object);
         o.insert("tool_definitions".into(), Value::Array(objects));
         if !other.is_empty() {
             extra.insert("trajkit_tool_definitions".into(), Value::Array(other));

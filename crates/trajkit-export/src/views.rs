@@ -367,7 +367,7 @@ pub fn assistant_turns(t: &Trajectory) -> (Vec<Turn>, Notes) {
 /// OpenAI chat definitions as they are; flat ones (Responses API `name`/`parameters`,
 /// Anthropic `input_schema`) wrapped; anything else verbatim.
 pub fn tools(t: &Trajectory) -> Vec<Value> {
-    t.tools.iter().flatten().map(normalize_tool).collect()
+    t.tools.iter().flatten().map(|t| normalize_tool(t)).collect()
 }
 
 fn normalize_tool(tool: &Value) -> Value {

@@ -10,7 +10,8 @@ use std::ops::Range;
 
 use serde_json::{Map, Value};
 use trajkit_model::{
-    Authorship, Extra, Outcome, Provenance, Role, Status, Step, Task, ToolCall, ToolResult, Trajectory, Verification,
+    Authorship, Extra, LazyValue, Outcome, Provenance, Role, Status, Step, Task, ToolCall, ToolResult, Trajectory,
+    Verification,
 };
 
 use crate::chat::first_instruction;
@@ -102,7 +103,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
         outcome,
         session_id,
         steps,
-        tools,
+        tools: tools.map(LazyValue::from_values),
         ..Trajectory::new(raw.id(FAMILY), provenance, task)
     })
 }

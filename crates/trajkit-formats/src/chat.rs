@@ -12,7 +12,8 @@ use std::ops::Range;
 
 use serde_json::{Map, Value};
 use trajkit_model::{
-    Agent, Authorship, Extra, Outcome, Role, Status, Step, Task, ToolCall, ToolResult, Trajectory, Verification,
+    Agent, Authorship, Extra, LazyValue, Outcome, Role, Status, Step, Task, ToolCall, ToolResult, Trajectory,
+    Verification,
 };
 
 use crate::input::InputFile;
@@ -355,7 +356,7 @@ fn finish(
     file: &InputFile,
 ) -> Result<Trajectory, Problem> {
     let gaps = standard_gaps(&steps);
-    let tools = take_tools(&mut row);
+    let tools = take_tools(&mut row).map(LazyValue::from_values);
     let model = take_nonempty_str(&mut row, "model");
     let outcome = chat_outcome(&mut row);
     let task = chat_task(family, &mut row, &steps, raw.sha256);

@@ -8,13 +8,13 @@ use serde_json::{Map, Value};
 use trajkit_model::json_text::{self, Parts, Shape, Split};
 use trajkit_model::node::Node;
 use trajkit_model::{
-    Agent, Authorship, Extra, Gap, GapKind, Metrics, Outcome, Role, Step, Task, ToolCall, ToolResult, Trajectory,
-    Verification,
+    Agent, Authorship, Extra, Gap, GapKind, LazyValue, Metrics, Outcome, Role, Step, Task, ToolCall, ToolResult,
+    Trajectory, Verification,
 };
 
 use crate::input::InputFile;
 use crate::json::{
-    content_text, into_extra, take, take_f64, take_lazy, take_lazy_arguments, take_nonempty_str, take_str, take_u64,
+    content_text, into_extra, take_f64, take_lazy, take_lazy_arguments, take_nonempty_str, take_str, take_u64,
 };
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
@@ -79,12 +79,12 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Option<String>
     let Some(response) = response.filter(|r| !r.is_null()) else {
         return Err(not_a_rollout(classify_non_rollout(&row, has_params)));
     };
-    let (mut response, [output]) =
-        response.into_object(["output"]).map_err(|_| schema("$.response", "response must be an object"))?;
-    let (mut params, [input]) = match params.filter(|p| !p.is_null()) {
-        None => (Extra::new(), [None]),
+    let (mut response, [output, response_tools]) =
+        response.into_object(["output", "tools"]).map_err(|_| schema("$.response", "response must be an object"))?;
+    let (mut params, [input, params_tools]) = match params.filter(|p| !p.is_null()) {
+        None => (Extra::new(), [None, None]),
         Some(p) => p
-            .into_object(["input"])
+            .into_object(["input", "tools"])
             .map_err(|_| schema("$.responses_create_params", "responses_create_params must be an object"))?,
     };
 
@@ -134,20 +134,15 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Option<String>
     let rollout_key = rollout_key(&row, &response);
     let agent_name = row.get("agent_ref").and_then(|a| a.get("name")).and_then(Value::as_str).map(str::to_string);
     let model = take_nonempty_str(&mut response, "model").or_else(|| take_nonempty_str(&mut params, "model"));
-    let tools = match take(&mut params, "tools") {
-        Some(Value::Array(t)) if !t.is_empty() => Some(t),
-        other => {
-            if let Some(v) = other {
-                params.insert("tools".into(), v);
+    // The request's tools, else the response's; what is not taken stays where it was.
+    let tools = match tool_list(params_tools, &mut params) {
+        Some(t) => {
+            if let Some(kept) = response_tools {
+                response.insert_lazy("tools".into(), kept.into_lazy());
             }
-            match response.get("tools") {
-                Some(Value::Array(t)) if !t.is_empty() => match response.remove("tools") {
-                    Some(Value::Array(t)) => Some(t),
-                    _ => None,
-                },
-                _ => None,
-            }
+            Some(t)
         }
+        None => tool_list(response_tools, &mut response),
     };
     let generated = steps.iter().any(|s| s.role == Role::Assistant);
     let metrics = usage_metrics(&mut response, generated);
@@ -177,10 +172,13 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Option<String>
 /// The items of the request's input or the response's output, taken apart to their fields.
 const ITEMS: Shape = Shape::Array(&Shape::Object(&[]));
 
+/// Tool definitions: each one whole (carried to the record as its text).
+const TOOLS: Shape = Shape::Array(&Shape::Whole);
+
 /// How far the one pass over a row takes it apart: to the fields of each item.
 const ROW: Shape = Shape::Object(&[
-    ("response", Shape::Object(&[("output", ITEMS)])),
-    ("responses_create_params", Shape::Object(&[("input", ITEMS)])),
+    ("response", Shape::Object(&[("output", ITEMS), ("tools", TOOLS)])),
+    ("responses_create_params", Shape::Object(&[("input", ITEMS), ("tools", TOOLS)])),
 ]);
 
 /// The row's fields, and the response and request handed out to be taken apart. Each field
@@ -200,6 +198,22 @@ fn row_fields(bytes: &[u8]) -> Result<(Extra, [Option<Node<'_>>; 2]), Problem> {
     };
     row.into_object(["response", "responses_create_params"])
         .map_err(|_| schema("$", "a rollout line must be a JSON object"))
+}
+
+/// A non-empty list of tool definitions, each kept as it is held (text stays text); any
+/// other value goes back into `extra` under `tools`, and `None`.
+fn tool_list(tools: Option<Node<'_>>, extra: &mut Extra) -> Option<Vec<LazyValue>> {
+    match tools?.into_elements() {
+        Ok(defs) if !defs.is_empty() => Some(defs.into_iter().map(Node::into_lazy).collect()),
+        Ok(_) => {
+            extra.insert_lazy("tools".into(), Value::Array(Vec::new()).into());
+            None
+        }
+        Err(other) => {
+            extra.insert_lazy("tools".into(), other.into());
+            None
+        }
+    }
 }
 
 /// Says what a row without `response` is, for the rejection message.

@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value};
 use trajkit_model::{
-    Agent, Authorship, Extra, Gap, GapKind, Outcome, Role, Step, Task, ToolCall, Trajectory, Verification,
+    Agent, Authorship, Extra, Gap, GapKind, LazyValue, Outcome, Role, Step, Task, ToolCall, Trajectory, Verification,
 };
 
 use crate::harbor_trial::status_of;
@@ -145,7 +145,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Option<String>
     let agent = Agent { model: take_known(&mut row, "model"), name: take_known(&mut row, "agent"), version: None };
     let tools = match row.get("tool_definitions") {
         Some(Value::Array(_)) => match row.remove("tool_definitions") {
-            Some(Value::Array(t)) => Some(t),
+            Some(Value::Array(t)) => Some(LazyValue::from_values(t)),
             _ => None,
         },
         _ => None,

@@ -10,8 +10,8 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 use trajkit_model::{
-    Agent, Authorship, Extra, Gap, GapKind, Metrics, Outcome, Role, Status, Step, Task, ToolCall, ToolResult,
-    Trajectory, Verification,
+    Agent, Authorship, Extra, Gap, GapKind, LazyValue, Metrics, Outcome, Role, Status, Step, Task, ToolCall,
+    ToolResult, Trajectory, Verification,
 };
 
 use crate::input::InputFile;
@@ -168,7 +168,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
         metrics,
         outcome,
         steps,
-        tools: ctx.tools,
+        tools: ctx.tools.map(LazyValue::from_values),
         ..raw.trajectory("openhands", file, task)
     })
 }

@@ -18,7 +18,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Map, Value};
-use trajkit_model::{Extra, Outcome, Step, Trajectory};
+use trajkit_model::{Extra, LazyValue, Outcome, Step, Trajectory};
 
 use crate::input::{self, InputFile};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult, PEEK_BYTES};
@@ -488,7 +488,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     };
     let mut t = traces::trajectory(&spans, &d, top);
     if t.tools.is_none() {
-        t.tools = tools.map(|(_, defs)| defs);
+        t.tools = tools.map(|(_, defs)| LazyValue::from_values(defs));
     }
     if !errors.is_empty() {
         mark_errors(&mut t, &errors);

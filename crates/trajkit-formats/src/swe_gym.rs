@@ -8,7 +8,7 @@
 use std::ops::Range;
 
 use serde_json::{Map, Value};
-use trajkit_model::{Agent, Gap, GapKind, Status, Trajectory};
+use trajkit_model::{Agent, Gap, GapKind, LazyValue, Status, Trajectory};
 
 use crate::input::InputFile;
 use crate::json::{idx, into_extra, take};
@@ -83,7 +83,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     let task_id = task_id(&mut row);
     let task = swe_task(FAMILY, task_id, &steps, raw.sha256);
     let tools = match take(&mut row, "tools") {
-        Some(Value::Array(t)) => Some(t),
+        Some(Value::Array(t)) => Some(LazyValue::from_values(t)),
         Some(other) => {
             row.insert("tools".into(), other);
             None

@@ -8,7 +8,8 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 use trajkit_model::{
-    Agent, Extra, Gap, GapKind, Metrics, Outcome, Role, Step, Task, ToolCall, ToolResult, Trajectory, Verification,
+    Agent, Extra, Gap, GapKind, LazyValue, Metrics, Outcome, Role, Step, Task, ToolCall, ToolResult, Trajectory,
+    Verification,
 };
 
 use crate::input::InputFile;
@@ -182,7 +183,7 @@ fn answer(mut row: Map<String, Value>, raw: &RawRecord, file: &InputFile) -> Res
     let mut t = base(raw, file, steps, task);
     t.agent = Agent { model: backbone, name: method, version: None };
     t.tools = match take(&mut gen, "function") {
-        Some(Value::Array(f)) => Some(f),
+        Some(Value::Array(f)) => Some(LazyValue::from_values(f)),
         Some(other) => {
             gen.insert("function".into(), other);
             None

@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use serde_json::{Map, Value};
 use trajkit_model::{
-    Agent, Extra, Gap, GapKind, Metrics, Outcome, Provenance, Role, Status, Step, Subagent, Task, ToolCall, ToolResult,
-    Trajectory, Verification,
+    Agent, Extra, Gap, GapKind, LazyValue, Metrics, Outcome, Provenance, Role, Status, Step, Subagent, Task, ToolCall,
+    ToolResult, Trajectory, Verification,
 };
 
 use crate::input::InputFile;
@@ -977,7 +977,7 @@ fn subagent_trajectory(built: Built, span: &Span, doc: &Doc, id: &str) -> Trajec
         gaps: built.gaps,
         steps: built.steps,
         subagents: built.subagents,
-        tools: (!built.tools.is_empty()).then_some(built.tools),
+        tools: (!built.tools.is_empty()).then(|| LazyValue::from_values(built.tools)),
         ..Trajectory::new(id, provenance(doc), task)
     }
 }
@@ -1006,7 +1006,7 @@ pub(crate) fn trajectory(spans: &[Span], doc: &Doc, top: Top) -> Trajectory {
         extra.insert("spans".into(), Value::Array(built.other_spans));
     }
     let task = task(&built.steps, top.task_id, None, doc.raw.sha256);
-    let tools = (!built.tools.is_empty()).then_some(built.tools);
+    let tools = (!built.tools.is_empty()).then(|| LazyValue::from_values(built.tools));
     Trajectory {
         agent: Agent { model: built.model, name: top.agent_name, version: None },
         extra,

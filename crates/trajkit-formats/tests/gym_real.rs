@@ -236,6 +236,7 @@ fn read_both_ways(path: &std::path::Path) -> common::Collected {
 mod synthetic {
     //! Rules that no real file shows: written here by hand, small on purpose.
     use super::common::read;
+    use serde_json::json;
     use std::io::Write;
 
     fn file(lines: &[&str]) -> (tempfile::TempDir, std::path::PathBuf) {
@@ -289,6 +290,40 @@ mod synthetic {
         assert_eq!(call.arguments, serde_json::json!("{oops"));
         let kinds: Vec<&str> = t.gaps.iter().map(|g| g.kind.as_str()).collect();
         assert_eq!(kinds, ["result_without_call", "unanswered_tool_call", "invalid_tool_arguments"]);
+    }
+
+    /// The request's tools when it offers some, else the response's; what is not taken
+    /// (empty, `null`, not a list, the response's when the request has some) stays in
+    /// `extra` where it was. Real files carry tools in the request only.
+    #[test]
+    fn tools_come_from_the_request_then_the_response() {
+        let row = |params: &str, response: &str| {
+            format!(
+                r#"{{"responses_create_params":{{"input":"hi"{params}}},"response":{{"output":[]{response}}},"reward":1}}"#
+            )
+        };
+        let f = r#"[{"type":"function","name":"f"}]"#;
+        let g = r#"[{"name":"g","type":"function"} ]"#;
+        let cases = [
+            (
+                row(&format!(",\"tools\":{f}"), &format!(",\"tools\":{g}")),
+                Some("f"),
+                None,
+                Some(json!([{"name": "g", "type": "function"}])),
+            ),
+            (row(",\"tools\":[]", &format!(",\"tools\":{g}")), Some("g"), Some(json!([])), None),
+            (row(",\"tools\":null", ",\"tools\":{}"), None, Some(json!(null)), Some(json!({}))),
+            (row("", &format!(",\"tools\":{g}")), Some("g"), None, None),
+        ];
+        for (line, name, in_params, in_response) in cases {
+            let (_d, p) = file(&[&line]);
+            let c = read(&[p]);
+            let t = &c.trajectories[0];
+            let names: Vec<&str> = t.tools.iter().flatten().filter_map(|d| d["name"].as_str()).collect();
+            assert_eq!(names, name.into_iter().collect::<Vec<_>>(), "{line}");
+            let kept = |part: &str| t.extra.get(part).and_then(|v| v.get("tools")).cloned();
+            assert_eq!((kept("responses_create_params"), kept("response")), (in_params, in_response), "{line}");
+        }
     }
 }
 

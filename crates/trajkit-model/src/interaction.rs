@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 
 use serde::Serialize;
-use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::canonical::hex;
@@ -63,7 +62,7 @@ struct Interaction<'a> {
     steps: Vec<StepPart<'a>>,
     subagents: Vec<String>,
     task: TaskPart<'a>,
-    tools: Option<&'a Vec<Value>>,
+    tools: Option<&'a Vec<LazyValue>>,
 }
 
 /// Feeds serialized bytes straight into the hash (no intermediate buffer).

@@ -195,6 +195,12 @@ impl LazyValue {
         }
     }
 
+    /// Each of `values`, as parsed values (for record fields that hold a list of values
+    /// some readers keep as text).
+    pub fn from_values(values: Vec<Value>) -> Vec<LazyValue> {
+        values.into_iter().map(LazyValue::from).collect()
+    }
+
     /// The value, owned.
     pub fn into_value(self) -> Value {
         match self.into_value_with(|t| Ok::<_, std::convert::Infallible>(parse(t))) {

@@ -68,7 +68,7 @@ pub struct Trajectory {
     pub task: Task,
     /// Tool (function) definitions offered to the model, as the source gives them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tools: Option<Vec<Value>>,
+    pub tools: Option<Vec<LazyValue>>,
 }
 
 impl Trajectory {

@@ -146,7 +146,7 @@ fn one_pass_writer_matches_serde_and_the_digest() {
     t.gaps.push(Gap::at(GapKind::NoSteps, None, "x"));
     t.extra.insert("k".into(), json!({"id": "", "z": [1, 2.5]}));
     t.metrics = Some(Metrics { prompt_tokens: Some(3), ..Default::default() });
-    t.tools = Some(vec![json!({"name": "f"})]);
+    t.tools = Some(vec![json!({"name": "f"}).into()]);
     t.state = Some(StateDigests { initial: Some("aa".into()), final_state: Some("bb".into()) });
     let mut out = Vec::new();
     canonical::write_sealed(&mut t, &mut out).unwrap();

@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 use trajkit_model::canonical::sha256_hex;
 use trajkit_model::{
-    Agent, Extra, Gap, GapKind, Metrics, Provenance, Role, Step, Subagent, Task, ToolCall, ToolResult, Trajectory,
+    Agent, Extra, Gap, GapKind, LazyValue, Metrics, Provenance, Role, Step, Subagent, Task, ToolCall, ToolResult,
+    Trajectory,
 };
 
 use crate::input::{self, InputFile};
@@ -1572,7 +1573,7 @@ enum RefOutcome {
     Unresolved(String),
 }
 
-fn map_agent(a: Value) -> (Agent, Option<Vec<Value>>, Option<Value>) {
+fn map_agent(a: Value) -> (Agent, Option<Vec<LazyValue>>, Option<Value>) {
     let Value::Object(mut m) = a else {
         return (Agent::default(), None, Some(a));
     };
@@ -1582,7 +1583,7 @@ fn map_agent(a: Value) -> (Agent, Option<Vec<Value>>, Option<Value>) {
         version: json::take_str(&mut m, "version"),
     };
     let tools = match json::take(&mut m, "tool_definitions") {
-        Some(Value::Array(t)) => Some(t),
+        Some(Value::Array(t)) => Some(LazyValue::from_values(t)),
         Some(other) => {
             m.insert("tool_definitions".into(), other);
             None

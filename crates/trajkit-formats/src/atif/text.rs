@@ -132,7 +132,7 @@ pub(super) fn read(text: &str, raw: &RawRecord, file: &InputFile) -> Option<Traj
 
 /// The agent, its tool definitions, and what else it holds (as `extra`'s `agent`, the
 /// members `map_agent` leaves).
-fn agent(a: &Split, extra: &mut Extra) -> Option<(Agent, Option<Vec<Value>>)> {
+fn agent(a: &Split, extra: &mut Extra) -> Option<(Agent, Option<Vec<LazyValue>>)> {
     let f = fields(a, AGENT_KEYS)?;
     let agent = Agent {
         name: Some(req_str(field!(f, AGENT_KEYS, "name"))?.into_owned()),
@@ -142,8 +142,8 @@ fn agent(a: &Split, extra: &mut Extra) -> Option<(Agent, Option<Vec<Value>>)> {
     opt_kind(field!(f, AGENT_KEYS, "extra"), Kind::Object)?;
     let tools = match field!(f, AGENT_KEYS, "tool_definitions") {
         Some(Split { parts: Parts::Elements(defs), .. }) => {
-            let each = |d: &Split| if kind(d) == Kind::Object { serde_json::from_str(d.text).ok() } else { None };
-            Some(defs.iter().map(each).collect::<Option<Vec<Value>>>()?)
+            let each = |d: &Split| (kind(d) == Kind::Object).then(|| lazy(d));
+            Some(defs.iter().map(each).collect::<Option<Vec<LazyValue>>>()?)
         }
         other => {
             opt_kind(other, Kind::Null)?;

@@ -169,7 +169,7 @@ impl MappingReader {
             self.text_at(r.environment.as_ref(), &mut row, "$")?.unwrap_or_else(|| self.spec.name.clone());
         let model = self.text_at(r.model.as_ref(), &mut row, "$")?;
         let agent = self.text_at(r.agent.as_ref(), &mut row, "$")?;
-        let tools = self.tools(&mut row)?;
+        let tools = self.tools(&mut row)?.map(LazyValue::from_values);
         let outcome = self.outcome(&mut row)?;
         let task = crate::chat::task_of(&environment, task_id, instruction, raw.sha256);
         drop_emptied(&mut row, &filled);
