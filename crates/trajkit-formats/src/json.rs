@@ -135,15 +135,21 @@ pub fn arguments_of(arguments: Option<LazyValue>) -> (LazyValue, bool) {
     if !arguments.is_string() {
         return (arguments, false);
     }
-    match arguments.into_value() {
-        Value::String(s) => match LazyValue::from_string(s) {
-            Ok(v) => (v, false),
-            Err(s) => match serde_json::from_str::<Value>(&s) {
-                Ok(v) => (v.into(), false),
-                Err(_) => (Value::String(s).into(), true),
-            },
+    // A string still held as text is decoded from it, without a `Value` on the way.
+    let decoded = arguments.text().and_then(trajkit_model::json_text::string_text).map(Cow::into_owned);
+    let text = match decoded {
+        Some(text) => text,
+        None => match arguments.into_value() {
+            Value::String(s) => s,
+            other => return (other.into(), false),
         },
-        other => (other.into(), false),
+    };
+    match LazyValue::from_string(text) {
+        Ok(v) => (v, false),
+        Err(s) => match serde_json::from_str::<Value>(&s) {
+            Ok(v) => (v.into(), false),
+            Err(_) => (Value::String(s).into(), true),
+        },
     }
 }
 
