@@ -40,14 +40,14 @@ impl<'a> Node<'a> {
         let mut taken = [(); N].map(|()| None);
         match self {
             Node::Split(Split { parts: Parts::Members(members), .. }) => {
-                let mut extra = Extra::new();
+                let mut rest = Vec::with_capacity(members.len());
                 for (name, split) in members {
                     match keys.iter().position(|k| *k == name) {
                         Some(i) => taken[i] = Some(Node::Split(split)),
-                        None => extra.insert_lazy(name.into_owned(), LazyValue::from_checked(split.text.into())),
+                        None => rest.push((name, split.text)),
                     }
                 }
-                Ok((extra, taken))
+                Ok((Extra::from_texts(rest), taken))
             }
             other => {
                 let mut extra = other.into_extra()?;
@@ -63,11 +63,7 @@ impl<'a> Node<'a> {
     pub fn into_extra(self) -> Result<Extra, Value> {
         match self {
             Node::Split(Split { parts: Parts::Members(members), .. }) => {
-                let mut extra = Extra::new();
-                for (name, split) in members {
-                    extra.insert_lazy(name.into_owned(), LazyValue::from_checked(split.text.into()));
-                }
-                Ok(extra)
+                Ok(Extra::from_texts(members.into_iter().map(|(name, split)| (name, split.text))))
             }
             other => Extra::try_from(other.into_lazy()),
         }
@@ -110,7 +106,8 @@ mod tests {
     /// parsed by serde_json; and the same steps on a parsed value (the fallback).
     #[test]
     fn split_and_parsed_rows_take_apart_alike() {
-        let text = r#"{"a": 1, "r": {"id": "x", "out": [{"t": "m", "c": [{"x": "\n"}]}, 7], "z": null}, "r": {"out": [{"k": 2}]}}"#;
+        // `a` and `r` repeated: the last of each is kept, as serde_json keeps it.
+        let text = r#"{"a": 1, "r": {"id": "x", "out": [{"t": "m", "c": [{"x": "\n"}]}, 7], "z": null}, "r": {"out": [{"k": 2}]}, "a": [3]}"#;
         let whole: Value = serde_json::from_str(text).expect("valid");
         let split_row = Node::Split(split(text, &SHAPE).expect("accepted"));
         let parsed_row = Node::Value(whole.clone().into());
