@@ -982,6 +982,23 @@ mod tests {
         accepted(r#"{"a":1.5e299,"b":-2e-299}"#);
     }
 
+    /// Synthetic: objects and arrays nested in turn as deep as allowed close in order (the
+    /// closing brackets are kept one bit each), and a wrong closing bracket at any depth,
+    /// past the 64th level too, is refused.
+    #[test]
+    fn mixed_nesting_closes_in_order() {
+        let depth = MAX_DEPTH - 1;
+        let open: String = (0..depth).map(|d| if d % 2 == 0 { "[" } else { "{\"k\":" }).collect();
+        let close: Vec<&str> = (0..depth).rev().map(|d| if d % 2 == 0 { "]" } else { "}" }).collect();
+        let text = |close: &[&str]| format!("{{\"a\":{open}1{}}}", close.concat());
+        accepted(&text(&close));
+        for wrong in [0, 1, 30, 63, 64, 65, depth - 2, depth - 1] {
+            let mut bad = close.clone();
+            bad[wrong] = if bad[wrong] == "]" { "}" } else { "]" };
+            refused(&text(&bad));
+        }
+    }
+
     /// Synthetic: a string literal's text is what serde_json decodes, and a lone literal is
     /// written as serde_json writes that text, for every escape form at every place of short
     /// strings (and runs of them); other values have no text.
