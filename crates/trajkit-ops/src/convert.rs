@@ -60,18 +60,17 @@ pub struct Converted {
 }
 
 /// Reads `req` into canonical JSON Lines at `output` (`-` is stdout; .gz/.zst by
-/// extension, `threads` zstd workers), written atomically: nothing appears under `output`
+/// extension), written atomically: nothing appears under `output`
 /// unless something was read and `cancel` stayed unset. `on_start` and `watch` hear what
 /// `trajkit_formats::read_paths` reports (missing paths, rejections, finished files).
 pub fn convert(
     req: &ReadRequest,
     output: &Path,
-    threads: usize,
     cancel: &AtomicBool,
     on_start: &mut dyn FnMut(&[String], usize),
     watch: &mut dyn Sink,
 ) -> Result<Converted, OpsError> {
-    let out = AtomicOutput::create(output, threads)?;
+    let out = AtomicOutput::create(output)?;
     let mut sink = Writer { out, error: None, written: 0, watch, cancel };
     let outcome = trajkit_formats::read_paths(req, true, false, on_start, &mut sink)?;
     if let Some(e) = sink.error {

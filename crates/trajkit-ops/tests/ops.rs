@@ -48,7 +48,7 @@ fn convert_writes_the_accepted_records_and_reports_the_rest() {
     let tau2 = repo("tests/fixtures/real/gym/tau2__example_rollouts.jsonl");
     let never = AtomicBool::new(false);
     let req = request(vec![bbq, tau2]);
-    let got = trajkit_ops::convert(&req, &out, 1, &never, &mut |_, _| {}, &mut Silent).expect("convert");
+    let got = trajkit_ops::convert(&req, &out, &never, &mut |_, _| {}, &mut Silent).expect("convert");
     // bbq's 5 lines are not rollouts; tau2's 5 are read (65 steps).
     assert_eq!((got.written, got.outcome.rejected(), got.outcome.exit_code()), (Some(5), 5, 1));
     assert_eq!(std::fs::read_to_string(&out).expect("output").lines().count(), 5);
@@ -61,7 +61,7 @@ fn convert_cancelled_writes_nothing() {
     let out = dir.path().join("out.jsonl");
     let cancel = AtomicBool::new(true);
     let req = request(vec![repo("examples/corpus/gym")]);
-    let got = trajkit_ops::convert(&req, &out, 1, &cancel, &mut |_, _| {}, &mut Silent).expect("convert");
+    let got = trajkit_ops::convert(&req, &out, &cancel, &mut |_, _| {}, &mut Silent).expect("convert");
     assert_eq!(got.written, None);
     assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0, "no file, no temporary file");
 }

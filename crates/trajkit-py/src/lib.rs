@@ -77,9 +77,8 @@ fn convert(
         ReadRequest { paths, format, outcomes, max_record_bytes: Some(trajkit_ops::record_bytes(max_record_mib)) };
     let result = wait::run(py, move |cancel| -> Result<_, errors::Failed> {
         let pool = wait::pool(threads)?;
-        let n = pool.current_num_threads();
         let silent = &mut trajkit_ops::Silent;
-        Ok(pool.install(|| trajkit_ops::convert(&req, &output, n, &cancel, &mut |_, _| {}, silent))?)
+        Ok(pool.install(|| trajkit_ops::convert(&req, &output, &cancel, &mut |_, _| {}, silent))?)
     })?;
     let converted = result.map_err(|e| errors::failed(py, &e))?;
     let reports = converted.outcome.reports.iter().map(|r| serde_json::to_string(r).unwrap_or_default()).collect();

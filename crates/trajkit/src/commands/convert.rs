@@ -30,11 +30,10 @@ impl Sink for Printer {
 }
 
 pub fn run(args: &ReadArgs, output: &Path) -> Result<u8> {
-    let threads = init_threads(&args.options)?;
+    init_threads(&args.options)?;
     let req = args.request();
     let cancel = AtomicBool::new(false);
-    let converted =
-        watched(&mut Printer, |start, sink| Ok(trajkit_ops::convert(&req, output, threads, &cancel, start, sink)?))?;
+    let converted = watched(&mut Printer, |start, sink| Ok(trajkit_ops::convert(&req, output, &cancel, start, sink)?))?;
     let Some(written) = converted.written else {
         eprintln!("trajkit: nothing could be read; {} not written", output.display());
         return Ok(2);

@@ -113,9 +113,9 @@ pub fn run(args: &RedactArgs) -> Result<u8> {
     if let Some(p) = &args.secrets {
         rules.load_secrets(p)?;
     }
-    let threads = init_threads(&args.read.options)?;
+    init_threads(&args.read.options)?;
     if args.preserve_format {
-        return run_preserving(args, rules, threads);
+        return run_preserving(args, rules);
     }
     let (files, missing) = discover(&args.read.paths);
     for m in &missing {
@@ -127,7 +127,7 @@ pub fn run(args: &RedactArgs) -> Result<u8> {
     let (canonical, sources): (Vec<InputFile>, Vec<InputFile>) = files.into_iter().partition(is_canonical);
     let mut redactor = Redactor::new(rules);
     let mut report = RedactionReport::default();
-    let mut out = AtomicOutput::create(&args.output, threads)?;
+    let mut out = AtomicOutput::create(&args.output)?;
     let mut sink = Redacting {
         redactor: &mut redactor,
         report: &mut report,
@@ -229,7 +229,7 @@ fn read_canonical(file: &InputFile, sink: &mut Redacting) -> Result<()> {
 /// below its argument (a file argument: its name), in its own compression, with only the
 /// secrets inside JSON strings replaced. Parquet and `.eval` (zip) files cannot be rewritten
 /// byte for byte and are refused by name.
-fn run_preserving(args: &RedactArgs, rules: Rules, threads: usize) -> Result<u8> {
+fn run_preserving(args: &RedactArgs, rules: Rules) -> Result<u8> {
     if args.read.paths.iter().any(|p| p.as_os_str() == "-") || args.output.as_os_str() == "-" {
         bail!("--preserve-format reads and writes files: standard input and output are not supported");
     }
@@ -244,7 +244,7 @@ fn run_preserving(args: &RedactArgs, rules: Rules, threads: usize) -> Result<u8>
         }
         for file in &files {
             let target = args.output.join(preserved_path(arg, &file.fs_path));
-            match redact_preserving(file, &target, &mut redactor, &mut report, threads) {
+            match redact_preserving(file, &target, &mut redactor, &mut report) {
                 Ok(()) => written += 1,
                 Err(e) => {
                     eprintln!("trajkit: {}: {e:#}", file.display);
@@ -287,7 +287,6 @@ fn redact_preserving(
     target: &Path,
     redactor: &mut Redactor,
     report: &mut RedactionReport,
-    threads: usize,
 ) -> Result<()> {
     let name = trajkit_formats::input::logical_name(&file.fs_path);
     if name.ends_with(".parquet") || name.ends_with(".eval") {
@@ -302,7 +301,7 @@ fn redact_preserving(
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
     let input = trajkit_formats::input::open(file)?;
-    let mut out = AtomicOutput::create(target, threads)?;
+    let mut out = AtomicOutput::create(target)?;
     redactor.redact_json_text(&file.display, input, &mut out, report)?;
     Ok(out.finish()?)
 }

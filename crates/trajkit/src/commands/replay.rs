@@ -104,7 +104,7 @@ impl ReportArgs {
 
 /// Writes a JSON report atomically.
 pub fn write_report(path: &Path, report: &impl serde::Serialize) -> Result<()> {
-    let mut out = AtomicOutput::create(path, 1)?;
+    let mut out = AtomicOutput::create(path)?;
     serde_json::to_writer_pretty(&mut out, report)?;
     out.write_all(b"\n")?;
     out.finish().with_context(|| format!("cannot write {}", path.display()))
