@@ -175,7 +175,8 @@ const ITEMS: Shape = Shape::Array(&Shape::Object(&[]));
 /// Tool definitions: each one whole (carried to the record as its text).
 const TOOLS: Shape = Shape::Array(&Shape::Whole);
 
-/// How far the one pass over a row takes it apart: to the fields of each item.
+/// How far the one pass over a row takes it apart: to the fields of each item, and to each
+/// tool definition.
 const ROW: Shape = Shape::Object(&[
     ("response", Shape::Object(&[("output", ITEMS), ("tools", TOOLS)])),
     ("responses_create_params", Shape::Object(&[("input", ITEMS), ("tools", TOOLS)])),
