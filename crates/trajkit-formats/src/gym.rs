@@ -74,7 +74,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Option<String>
     if raw.bytes.trim_ascii() == PLACEHOLDER {
         return Err(not_a_rollout("placeholder row"));
     }
-    let (mut row, [response, params]) = row_fields(raw.bytes)?;
+    let (mut row, [response, params]) = row_fields(raw.bytes, raw.written)?;
     let has_params = params.is_some();
     let Some(response) = response.filter(|r| !r.is_null()) else {
         return Err(not_a_rollout(classify_non_rollout(&row, has_params)));
@@ -186,10 +186,12 @@ const ROW: Shape = Shape::Object(&[
 /// stays its source text until the mapping reads it: most of a row (`instance_config`, the
 /// verifier's details, message content, tool arguments and output) is only carried to the
 /// record, and building its `Value` tree was most of `inspect`'s time; the canonical writer
-/// writes such a field straight from its text. Text the check in `json_text::split`
-/// refuses is parsed whole (serde_json's result or error).
-fn row_fields(bytes: &[u8]) -> Result<(Extra, [Option<Node<'_>>; 2]), Problem> {
-    let split = std::str::from_utf8(bytes).ok().and_then(|text| json_text::split(text, &ROW));
+/// writes such a field straight from its text (`written`: the split writes its canonical
+/// form while checking it). Text the check in `json_text::split` refuses is parsed whole
+/// (serde_json's result or error).
+fn row_fields(bytes: &[u8], written: bool) -> Result<(Extra, [Option<Node<'_>>; 2]), Problem> {
+    let split = |text| if written { json_text::split_written(text, &ROW) } else { json_text::split(text, &ROW) };
+    let split = std::str::from_utf8(bytes).ok().and_then(split);
     let row = match split {
         Some(split @ Split { parts: Parts::Members(_), .. }) => Node::Split(split),
         _ => match parse_record(bytes)? {

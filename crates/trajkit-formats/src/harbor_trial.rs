@@ -176,7 +176,7 @@ fn load_trajectory(file: &InputFile) -> Result<Loaded, Vec<Problem>> {
         return none(format!("{}: not an ATIF trajectory", traj_file.display));
     }
     let sha = sha256_hex(&bytes);
-    let raw = RawRecord { bytes: &bytes, sha256: &sha, line: None, document_index: Some(0) };
+    let raw = RawRecord { bytes: &bytes, sha256: &sha, line: None, document_index: Some(0), written: false };
     match AtifReader.read_record(&raw, &traj_file) {
         RecordResult::Accepted { trajectory, mut consumed, .. } => {
             consumed.insert(0, path);

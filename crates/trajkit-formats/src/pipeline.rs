@@ -591,7 +591,8 @@ fn claim_and_read_early(
     let rec = OwnedRecord::document(0, 0..bytes.len(), 0);
     let identity = identity_of(work, bytes, &rec, true);
     let sha_hex = hex_of(identity);
-    let raw = RawRecord { bytes, sha256: &sha_hex, line: rec.line, document_index: rec.document_index };
+    let (line, document_index, written) = (rec.line, rec.document_index, work.written());
+    let raw = RawRecord { bytes, sha256: &sha_hex, line, document_index, written };
     let readers = registry::all();
     for (i, &r) in readers.iter().enumerate() {
         // A reader that panics here claims nothing: detection and its own read decide.
@@ -1267,6 +1268,11 @@ impl Work<'_> {
     fn unread(&self) -> bool {
         !self.canonical && !self.keep && self.analyze.is_none() && self.outcomes.is_none()
     }
+
+    /// True when each accepted record is serialized (written, or sealed with its digest).
+    fn written(&self) -> bool {
+        self.canonical || self.keep || self.analyze.is_some()
+    }
 }
 
 /// Stands in for the source digest of a record nobody reads it from: the trajectory is
@@ -1305,7 +1311,8 @@ fn process_with(
     }
     let identity = identity_of(work, bytes, rec, only);
     let sha_hex = hex_of(identity);
-    let raw = RawRecord { bytes, sha256: &sha_hex, line: rec.line, document_index: rec.document_index };
+    let (line, document_index, written) = (rec.line, rec.document_index, work.written());
+    let raw = RawRecord { bytes, sha256: &sha_hex, line, document_index, written };
     settle(reader, work, bytes.len(), identity, || read(&raw))
 }
 

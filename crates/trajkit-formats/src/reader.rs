@@ -197,6 +197,9 @@ pub struct RawRecord<'a> {
     pub line: Option<u64>,
     /// 0-based document index for document files.
     pub document_index: Option<u64>,
+    /// The record will be written (`convert`, `build`): a reader that keeps source text may
+    /// keep its canonical form instead (`json_text::split_written`), written as it is.
+    pub written: bool,
 }
 
 impl RawRecord<'_> {

@@ -103,6 +103,9 @@ struct Writer<'a> {
 /// The newtype name under which `Extra` hands this writer a member it keeps as JSON text.
 pub(crate) const JSON_TEXT: &str = "$trajkit::json_text";
 
+/// The newtype name of JSON text already in canonical form: written as it is.
+pub(crate) const JSON_CANONICAL: &str = "$trajkit::json_canonical";
+
 thread_local! {
     /// Set by the writer just before it serializes a `JSON_TEXT` newtype's content: that
     /// content then gives its text (`serialize_str`) instead of a parsed `Value`.
@@ -232,9 +235,9 @@ impl<'w, 'a> ser::Serializer for &'w mut Writer<'a> {
         self.serialize_str(variant)
     }
     fn serialize_newtype_struct<T: Serialize + ?Sized>(self, name: &'static str, value: &T) -> Result {
-        if name == JSON_TEXT {
+        if name == JSON_TEXT || name == JSON_CANONICAL {
             TAKES_TEXT.with(|t| t.set(true));
-            let mut text = TextWriter { out: self.out };
+            let mut text = TextWriter { out: self.out, canonical: name == JSON_CANONICAL };
             let written = value.serialize(&mut text);
             TAKES_TEXT.with(|t| t.set(false));
             return written;
@@ -395,10 +398,12 @@ macro_rules! refuse_compounds {
     };
 }
 
-/// Takes the text of a member `Extra` keeps as JSON text and writes its canonical form;
-/// anything but a string is an error (only `Extra` sends a `JSON_TEXT` newtype).
+/// Takes the text of a value `LazyValue` keeps as JSON text and writes its canonical form
+/// (copies it when it is canonical already); anything but a string is an error (only
+/// `LazyValue` sends these newtypes).
 struct TextWriter<'a> {
     out: &'a mut Vec<u8>,
+    canonical: bool,
 }
 
 fn not_json_text() -> Error {
@@ -426,6 +431,10 @@ impl ser::Serializer for &mut TextWriter<'_> {
     type SerializeStructVariant = ser::Impossible<(), Error>;
 
     fn serialize_str(self, text: &str) -> Result {
+        if self.canonical {
+            self.out.extend_from_slice(text.as_bytes());
+            return Ok(());
+        }
         crate::json_text::write_canonical(self.out, text)
     }
     refuse!(not_json_text; serialize_bool(bool), serialize_i8(i8), serialize_i16(i16), serialize_i32(i32),

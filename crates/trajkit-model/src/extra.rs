@@ -40,14 +40,14 @@ impl Extra {
     /// syntax error): parse it whole instead, which also gives serde_json's error.
     pub fn from_object_text(text: &str) -> Option<Self> {
         let members = json_text::object_members(text)?;
-        Some(Self::from_texts(members))
+        Some(Self::from_texts(members.into_iter().map(|(key, value)| (key, LazyValue::from_checked(value.into())))))
     }
 
     /// Members that `json_text` checked, each kept as its text, the last of a repeated name
     /// kept (as serde_json keeps it). Built in one sorted pass: inserting them one by one
     /// was 8 % of Gym `inspect`'s instructions.
-    pub(crate) fn from_texts<'a>(members: impl IntoIterator<Item = (Cow<'a, str>, &'a str)>) -> Self {
-        let texts = members.into_iter().map(|(key, value)| (key.into_owned(), LazyValue::from_checked(value.into())));
+    pub(crate) fn from_texts<'a>(members: impl IntoIterator<Item = (Cow<'a, str>, LazyValue)>) -> Self {
+        let texts = members.into_iter().map(|(key, value)| (key.into_owned(), value));
         Extra { values: Map::new(), texts: texts.collect() }
     }
 

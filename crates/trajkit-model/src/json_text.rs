@@ -234,13 +234,26 @@ pub enum Parts<'a> {
     Elements(Vec<Split<'a>>),
     /// A flat array of plain numbers (`Shape::Numbers`): how many, and whether all are integers.
     Numbers { count: usize, integers: bool },
+    /// Kept whole, an object or array that `split_written` also wrote in canonical form.
+    Canonical(Box<str>),
 }
 
 /// `text` checked as `object_members` checks it, in one pass, and taken apart as deep as
 /// `shape` says: a reader that maps members a few levels down gets their texts without
 /// checking the same bytes once per level. `None` when the check refuses the text.
 pub fn split<'a>(text: &'a str, shape: &Shape<'_>) -> Option<Split<'a>> {
-    let mut s = Scanner::new(text);
+    split_with(Scanner::new(text), shape)
+}
+
+/// `split` for a record that will be written: each part kept whole is written in canonical
+/// form in the same pass that checks it (`Split::canonical`), so the writer copies it
+/// instead of reading its text a second time. Accepts exactly what `split` accepts.
+pub fn split_written<'a>(text: &'a str, shape: &Shape<'_>) -> Option<Split<'a>> {
+    split_with(Scanner { written: Some(Vec::new()), ..Scanner::new(text) }, shape)
+}
+
+fn split_with<'a>(mut s: Scanner<'a>, shape: &Shape<'_>) -> Option<Split<'a>> {
+    let text = s.t;
     s.ws();
     let split = s.split(text, shape, 0)?;
     s.ws();
@@ -274,17 +287,38 @@ impl<'a> Scanner<'a> {
             }
             (Shape::Numbers, b'[') if enclosing < MAX_DEPTH => match self.flat_numbers() {
                 Some((count, integers)) => Parts::Numbers { count, integers },
+                None if self.writes_whole() => self.write_whole(text, enclosing)?,
                 None => {
                     self.value_in(enclosing)?;
                     Parts::Whole
                 }
             },
+            _ if self.writes_whole() => self.write_whole(text, enclosing)?,
             _ => {
                 self.value_in(enclosing)?;
                 Parts::Whole
             }
         };
         Some(Split { text: text.get(start..self.i)?, parts })
+    }
+
+    /// Whether the value here, kept whole, is written too: the scanner writes and it is an
+    /// object or array. (A scalar's canonical form is its text or nearly: writing it would
+    /// cost a copy and save little.)
+    #[inline]
+    fn writes_whole(&self) -> bool {
+        self.written.is_some() && matches!(self.peek(), Some(b'{' | b'['))
+    }
+
+    /// An object or array kept whole inside `enclosing` containers, checked and written in
+    /// canonical form in one pass.
+    fn write_whole(&mut self, text: &'a str, enclosing: usize) -> Option<Parts<'a>> {
+        let mut out = self.written.take().unwrap_or_default();
+        out.clear();
+        let written = self.write_value(&mut out, text, enclosing + 1);
+        let canonical = written.and_then(|()| std::str::from_utf8(&out).ok().map(Box::from));
+        self.written = Some(out);
+        canonical.map(Parts::Canonical)
     }
 
     /// The flat array of plain numbers at the scanner (at its `[`, as `flat_numbers` reads
@@ -349,7 +383,7 @@ pub(crate) fn write_canonical(out: &mut Vec<u8>, text: &str) -> Result<(), serde
     }
     let mut s = Scanner::new(text);
     s.ws();
-    s.write_value(out, text, 0)
+    s.write_value(out, text, 1)
         .ok_or_else(|| serde_json::Error::custom("JSON text kept for `extra` does not parse"))?;
     s.ws();
     (s.i == s.b.len()).then_some(()).ok_or_else(|| serde_json::Error::custom("trailing characters after JSON text"))
@@ -359,11 +393,13 @@ struct Scanner<'a> {
     t: &'a str,
     b: &'a [u8],
     i: usize,
+    /// `split_written`'s buffer for the canonical form of each part kept whole.
+    written: Option<Vec<u8>>,
 }
 
 impl<'a> Scanner<'a> {
     fn new(text: &'a str) -> Self {
-        Scanner { t: text, b: text.as_bytes(), i: 0 }
+        Scanner { t: text, b: text.as_bytes(), i: 0, written: None }
     }
 }
 
@@ -522,13 +558,18 @@ impl Scanner<'_> {
     /// Writes the value starting here in canonical form: objects with their members sorted
     /// by name (the last of a repeated name kept), no whitespace, strings escaped as
     /// `compact` escapes them, numbers as serde_json reads and writes them.
+    /// `depth` counts the containers around the value and the value itself when it is one;
+    /// a container deeper than `MAX_DEPTH` is refused, as `value_in` refuses it.
     fn write_value(&mut self, out: &mut Vec<u8>, text: &str, depth: usize) -> Option<()> {
-        if depth > MAX_DEPTH {
-            return None;
-        }
         match self.peek()? {
+            b'{' | b'[' if depth > MAX_DEPTH => None,
             b'{' => self.write_object(out, text, depth),
             b'[' => {
+                // A flat array of plain numbers (token ids) is checked and written whole.
+                let start = self.i;
+                if self.flat_numbers().is_some() {
+                    return write_flat_numbers(out, text.get(start..self.i)?);
+                }
                 self.i += 1;
                 out.push(b'[');
                 self.ws();
@@ -1140,6 +1181,63 @@ mod tests {
         assert_eq!(array_elements("[]"), Some(vec![]));
         assert_eq!(array_elements("[1,]"), None);
         assert_eq!(value(" \"x\" "), Some("\"x\""));
+    }
+
+    /// Synthetic (the real files' rows are pinned by `digests_real`, which writes them):
+    /// `split_written` accepts what `split` accepts, to the depth limit, and each part kept
+    /// whole carries what the writer would write from its text.
+    #[test]
+    fn split_written_parts_are_the_canonical_form_of_their_text() {
+        const DEEP: Shape = Shape::Object(&[("a", Shape::Array(&Shape::Object(&[("b", Shape::Object(&[]))])))]);
+        fn wholes<'s>(split: &'s Split<'_>, out: &mut Vec<(&'s str, Option<&'s str>)>) {
+            match &split.parts {
+                Parts::Members(members) => members.iter().for_each(|(_, m)| wholes(m, out)),
+                Parts::Elements(items) => items.iter().for_each(|i| wholes(i, out)),
+                Parts::Whole => out.push((split.text, None)),
+                Parts::Canonical(canonical) => out.push((split.text, Some(canonical))),
+                Parts::Numbers { .. } => {}
+            }
+        }
+        let nested = |n: usize, inner: &str| {
+            format!("{{\"a\":[{{\"b\":{{\"c\":{}{inner}{}}}}}]}}", "[".repeat(n), "]".repeat(n))
+        };
+        let mut texts: Vec<String> = [MAX_DEPTH - 5, MAX_DEPTH - 4, MAX_DEPTH - 3]
+            .iter()
+            .flat_map(|&n| [nested(n, "1"), nested(n, "[]"), nested(n, "{}"), nested(n, "{\"x\":[]}")])
+            .collect();
+        texts.extend(
+            [
+                r#" {"a": [{"b": {"z": 1.50, "c": "\u00e9\/", "d": [1e2, -0, 12345678901234567890]}, "e": {"y": 2, "x": 1}}, 3], "f": {"b": true, "a": null}} "#,
+                r#"{"a": [{"b": {"k": 1, "k": {"n": [ ], "m": "\t\ud83d\ude00"}}}, "\"q\""], "z": "x\u0001"}"#,
+                r#"{"a": [{"b": {"c": 1,}}]}"#,
+                r#"{"a": [{"b": {"c": "\ud800"}}]}"#,
+                r#"{"a": [{"b": {"c": 01}}]}"#,
+                r#"{"f": {"x": 1e999}}"#,
+            ]
+            .map(String::from),
+        );
+        let mut written_parts = 0;
+        for text in &texts {
+            let (plain, written) = (split(text, &DEEP), split_written(text, &DEEP));
+            assert_eq!(plain.is_some(), written.is_some(), "{text}");
+            let Some(written) = written else { continue };
+            let mut parts = Vec::new();
+            wholes(&written, &mut parts);
+            assert!(!parts.is_empty(), "{text}");
+            for (source, canonical) in parts {
+                written_parts += usize::from(canonical.is_some());
+                let mut expected = Vec::new();
+                write_canonical(&mut expected, source).expect("checked text writes");
+                match canonical {
+                    Some(canonical) => assert_eq!(canonical.as_bytes(), &*expected, "{source}"),
+                    None => assert!(!source.starts_with(['{', '[']), "{source}: a scalar is not written"),
+                }
+            }
+        }
+        let (first, mut plain) = (split(&texts[texts.len() - 6], &DEEP).expect("accepted"), Vec::new());
+        wholes(&first, &mut plain);
+        assert!(plain.iter().all(|(_, canonical)| canonical.is_none()), "`split` writes nothing");
+        assert_eq!(written_parts, 8, "the objects and arrays kept whole are written");
     }
 
     /// Synthetic (no real string has every escape at every cut point): a string's tail is

@@ -44,11 +44,13 @@ enum Repr {
 struct Cell<T> {
     held: T,
     parsed: OnceLock<Value>,
+    /// Text already in canonical form (`json_text::split_written`): written as it is.
+    canonical: bool,
 }
 
 impl<T> Cell<T> {
     fn new(held: T) -> Box<Self> {
-        Box::new(Cell { held, parsed: OnceLock::new() })
+        Box::new(Cell { held, parsed: OnceLock::new(), canonical: false })
     }
 }
 
@@ -82,9 +84,14 @@ impl LazyValue {
         LazyValue(Repr::Text(Cell::new(text)))
     }
 
+    /// Text that `json_text` accepted and wrote in canonical form: the writer copies it.
+    pub(crate) fn from_canonical(text: Box<str>) -> Self {
+        LazyValue(Repr::Text(Box::new(Cell { held: text, parsed: OnceLock::new(), canonical: true })))
+    }
+
     /// An object of `extra`'s members, those kept as text still text.
     pub(crate) fn from_members(extra: Extra) -> Self {
-        LazyValue(Repr::Members(Arc::new(Cell { held: extra, parsed: OnceLock::new() })))
+        LazyValue(Repr::Members(Arc::new(Cell { held: extra, parsed: OnceLock::new(), canonical: false })))
     }
 
     /// The value (built from the text or members on first read).
@@ -129,7 +136,7 @@ impl LazyValue {
                 None => parse(&c.held),
             },
             Repr::Members(c) => {
-                let Cell { held, parsed } = Arc::try_unwrap(c).unwrap_or_else(|c| (*c).clone());
+                let Cell { held, parsed, .. } = Arc::try_unwrap(c).unwrap_or_else(|c| (*c).clone());
                 Ok(parsed.into_inner().unwrap_or_else(|| Value::from(held)))
             }
         }
@@ -305,7 +312,10 @@ impl Serialize for LazyValue {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match &self.0 {
             Repr::Value(v) => v.serialize(serializer),
-            Repr::Text(c) => serializer.serialize_newtype_struct(compact::JSON_TEXT, &TextOrValue(&c.held, &c.parsed)),
+            Repr::Text(c) => {
+                let name = if c.canonical { compact::JSON_CANONICAL } else { compact::JSON_TEXT };
+                serializer.serialize_newtype_struct(name, &TextOrValue(&c.held, &c.parsed))
+            }
             Repr::Members(c) => c.held.serialize(serializer),
         }
     }

@@ -20,7 +20,7 @@ impl<'a> Node<'a> {
     /// The value, whole (text stays text).
     pub fn into_lazy(self) -> LazyValue {
         match self {
-            Node::Split(split) => LazyValue::from_checked(split.text.into()),
+            Node::Split(split) => split_value(split),
             Node::Value(v) => v,
         }
     }
@@ -44,7 +44,7 @@ impl<'a> Node<'a> {
                 for (name, split) in members {
                     match keys.iter().position(|k| *k == name) {
                         Some(i) => taken[i] = Some(Node::Split(split)),
-                        None => rest.push((name, split.text)),
+                        None => rest.push((name, split_value(split))),
                     }
                 }
                 Ok((Extra::from_texts(rest), taken))
@@ -63,7 +63,7 @@ impl<'a> Node<'a> {
     pub fn into_extra(self) -> Result<Extra, Value> {
         match self {
             Node::Split(Split { parts: Parts::Members(members), .. }) => {
-                Ok(Extra::from_texts(members.into_iter().map(|(name, split)| (name, split.text))))
+                Ok(Extra::from_texts(members.into_iter().map(|(name, split)| (name, split_value(split)))))
             }
             other => Extra::try_from(other.into_lazy()),
         }
@@ -85,6 +85,15 @@ impl<'a> Node<'a> {
             Node::Split(split) => Cow::Owned(crate::lazy::parse(split.text)),
             Node::Value(v) => Cow::Borrowed(v.value()),
         }
+    }
+}
+
+/// A split value kept as text: its canonical form when the split wrote one.
+#[inline]
+fn split_value(split: Split<'_>) -> LazyValue {
+    match split.parts {
+        Parts::Canonical(canonical) => LazyValue::from_canonical(canonical),
+        _ => LazyValue::from_checked(split.text.into()),
     }
 }
 

@@ -1885,7 +1885,8 @@ mod tests {
               {"source": "system", "message": null, "model_name": 5, "reasoning_effort": [], "observation": {"results": []}}]}"#;
         let root = std::env::temp_dir();
         let file = crate::InputFile { fs_path: root.join("t.json"), display: "t.json".into(), root };
-        let raw = crate::reader::RawRecord { bytes: doc, sha256: "00", line: None, document_index: Some(0) };
+        let raw =
+            crate::reader::RawRecord { bytes: doc, sha256: "00", line: None, document_index: Some(0), written: false };
         let RecordResult::Rejected(problems) = AtifReader.read_record(&raw, &file) else {
             panic!("the document breaks the rules")
         };
@@ -1927,7 +1928,13 @@ mod tests {
         let path = root.join("terminus2-timeout-v1.6.trajectory.json");
         let bytes = std::fs::read(&path).expect("fixture");
         let file = crate::InputFile { fs_path: path, display: "t.json".into(), root };
-        let raw = crate::reader::RawRecord { bytes: &bytes, sha256: "00", line: None, document_index: Some(0) };
+        let raw = crate::reader::RawRecord {
+            bytes: &bytes,
+            sha256: "00",
+            line: None,
+            document_index: Some(0),
+            written: false,
+        };
         let RecordResult::Accepted { trajectory, .. } = AtifReader.read_record(&raw, &file) else {
             panic!("the fixture is accepted")
         };

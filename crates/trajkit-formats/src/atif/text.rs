@@ -544,7 +544,8 @@ mod tests {
     /// The canonical bytes of `text` read by `read` (`None` when it declines) and by the
     /// general reader (`Err` with the problems' paths when it rejects).
     fn both(text: &str, file: &InputFile) -> (Option<String>, Result<String, Vec<String>>) {
-        let raw = RawRecord { bytes: text.as_bytes(), sha256: SHA, line: None, document_index: Some(0) };
+        let raw =
+            RawRecord { bytes: text.as_bytes(), sha256: SHA, line: None, document_index: Some(0), written: false };
         let fast = read(text, &raw, file).map(|t| trajkit_model::canonical::to_canonical_string(&t).unwrap());
         let general = match parse_record_keeping(text.as_bytes()) {
             Ok(parsed) => AtifReader.read_parsed(parsed, &raw, file),
