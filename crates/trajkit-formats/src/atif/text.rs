@@ -78,7 +78,7 @@ const DOCUMENT: Shape = Shape::Object(&[
 /// The record of one ATIF document given as text, when it is a common one (see the module
 /// comment); `None` sends it to the general reader.
 pub(super) fn read(text: &str, raw: &RawRecord, file: &InputFile) -> Option<Trajectory> {
-    let doc = json_text::split(text, &DOCUMENT)?;
+    let doc = if raw.written { json_text::split_written(text, &DOCUMENT) } else { json_text::split(text, &DOCUMENT) }?;
     let f = fields(&doc, TRAJECTORY_KEYS)?;
     if field!(f, TRAJECTORY_KEYS, "continued_trajectory_ref").is_some()
         || field!(f, TRAJECTORY_KEYS, "subagent_trajectories").is_some()
@@ -513,7 +513,11 @@ fn number(v: &Split) -> Option<Value> {
 
 /// A value kept as its text.
 fn lazy(v: &Split) -> LazyValue {
-    Node::Split(Split { text: v.text, parts: Parts::Whole }).into_lazy()
+    let parts = match &v.parts {
+        Parts::Canonical(canonical) => Parts::Canonical(canonical.clone()),
+        _ => Parts::Whole,
+    };
+    Node::Split(Split { text: v.text, parts }).into_lazy()
 }
 
 /// Puts `v` (when there) into `extra` under `key`, as text.
@@ -533,7 +537,7 @@ mod tests {
 
     use serde_json::{json, Value};
 
-    use super::read;
+    use super::{read, Trajectory};
     use crate::atif::AtifReader;
     use crate::input::InputFile;
     use crate::reader::{RawRecord, Reader, RecordResult};
@@ -541,12 +545,16 @@ mod tests {
 
     const SHA: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
-    /// The canonical bytes of `text` read by `read` (`None` when it declines) and by the
-    /// general reader (`Err` with the problems' paths when it rejects).
+    /// The canonical bytes of `text` read by `read` (`None` when it declines; the same
+    /// whether or not it splits for writing) and by the general reader (`Err` with the
+    /// problems' paths when it rejects).
     fn both(text: &str, file: &InputFile) -> (Option<String>, Result<String, Vec<String>>) {
         let raw =
             RawRecord { bytes: text.as_bytes(), sha256: SHA, line: None, document_index: Some(0), written: false };
-        let fast = read(text, &raw, file).map(|t| trajkit_model::canonical::to_canonical_string(&t).unwrap());
+        let canonical = |t: Trajectory| trajkit_model::canonical::to_canonical_string(&t).unwrap();
+        let fast = read(text, &raw, file).map(canonical);
+        let written = read(text, &RawRecord { written: true, ..raw }, file).map(canonical);
+        assert_eq!(fast, written, "split for writing, the record is the same");
         let general = match parse_record_keeping(text.as_bytes()) {
             Ok(parsed) => AtifReader.read_parsed(parsed, &raw, file),
             Err(p) => RecordResult::Rejected(vec![p]),
