@@ -236,6 +236,9 @@ pub enum Parts<'a> {
     Numbers { count: usize, integers: bool },
     /// Kept whole, an object or array that `split_written` also wrote in canonical form.
     Canonical(Box<str>),
+    /// Kept whole, a string `split_written` found in canonical form already (no escape the
+    /// canonical writer would write otherwise).
+    Verbatim,
 }
 
 /// `text` checked as `object_members` checks it, in one pass, and taken apart as deep as
@@ -294,6 +297,13 @@ impl<'a> Scanner<'a> {
                 }
             },
             _ if self.writes_whole() => self.write_whole(text, enclosing)?,
+            (_, b'"') if self.written.is_some() => {
+                self.i += 1;
+                match self.string()? {
+                    Escapes::Rewritten => Parts::Whole,
+                    _ => Parts::Verbatim,
+                }
+            }
             _ => {
                 self.value_in(enclosing)?;
                 Parts::Whole
@@ -387,6 +397,16 @@ pub(crate) fn write_canonical(out: &mut Vec<u8>, text: &str) -> Result<(), serde
         .ok_or_else(|| serde_json::Error::custom("JSON text kept for `extra` does not parse"))?;
     s.ws();
     (s.i == s.b.len()).then_some(()).ok_or_else(|| serde_json::Error::custom("trailing characters after JSON text"))
+}
+
+/// What escapes a string held.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Escapes {
+    None,
+    /// Only ones the canonical writer writes as they are (`\"`, `\\`, `\n`, ...).
+    Canonical,
+    /// Some it writes otherwise: `\/` and `\u` escapes, decoded.
+    Rewritten,
 }
 
 struct Scanner<'a> {
@@ -507,12 +527,11 @@ impl Scanner<'_> {
         Some(())
     }
 
-    /// Moves past the rest of a string whose opening quote is behind; true when it held
-    /// an escape.
-    fn string(&mut self) -> Option<bool> {
+    /// Moves past the rest of a string whose opening quote is behind; what escapes it held.
+    fn string(&mut self) -> Option<Escapes> {
         let b = self.b;
         let mut i = self.i;
-        let mut escaped = false;
+        let (mut escaped, mut rewritten) = (false, false);
         loop {
             // To the next quote, backslash or control character: 16 bytes at a time, then
             // (fewer than 16 left) 8 at a time, then byte by byte. A special found in a
@@ -539,14 +558,26 @@ impl Scanner<'_> {
             match *b.get(i)? {
                 b'"' => {
                     self.i = i + 1;
-                    return Some(escaped);
+                    return Some(match (escaped, rewritten) {
+                        (_, true) => Escapes::Rewritten,
+                        (true, false) => Escapes::Canonical,
+                        (false, false) => Escapes::None,
+                    });
                 }
                 b'\\' => {
                     escaped = true;
-                    // The one-letter escapes need no decoding to be checked.
+                    // The one-letter escapes need no decoding to be checked; the canonical
+                    // writer writes them as they are, but for `\/` (and every `\u`).
                     i += match b.get(i + 1) {
-                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => 2,
-                        _ => unescape(b, i)?.1,
+                        Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => 2,
+                        Some(b'/') => {
+                            rewritten = true;
+                            2
+                        }
+                        _ => {
+                            rewritten = true;
+                            unescape(b, i)?.1
+                        }
                     };
                 }
                 c if c < 0x20 => return None,
@@ -597,10 +628,11 @@ impl Scanner<'_> {
             b'"' => {
                 let start = self.i;
                 self.i += 1;
-                if self.string()? {
+                if self.string()? == Escapes::Rewritten {
                     write_escaped(out, self.b.get(start + 1..self.i - 1)?)
                 } else {
-                    // No escape and (checked) no control character: already canonical.
+                    // Only escapes the writer writes too and (checked) no control character:
+                    // already canonical.
                     out.extend_from_slice(self.b.get(start..self.i)?);
                     Some(())
                 }
@@ -691,7 +723,7 @@ impl Scanner<'_> {
     fn decoded_string<'t>(&mut self, text: &'t str) -> Option<Cow<'t, str>> {
         let start = self.i;
         self.expect(b'"')?;
-        let escaped = self.string()?;
+        let escaped = self.string()? != Escapes::None;
         let quoted = text.get(start..self.i)?;
         if escaped {
             serde_json::from_str::<String>(quoted).ok().map(Cow::Owned)
@@ -1195,6 +1227,7 @@ mod tests {
                 Parts::Elements(items) => items.iter().for_each(|i| wholes(i, out)),
                 Parts::Whole => out.push((split.text, None)),
                 Parts::Canonical(canonical) => out.push((split.text, Some(canonical))),
+                Parts::Verbatim => out.push((split.text, Some(split.text))),
                 Parts::Numbers { .. } => {}
             }
         }
@@ -1209,6 +1242,7 @@ mod tests {
             [
                 r#" {"a": [{"b": {"z": 1.50, "c": "\u00e9\/", "d": [1e2, -0, 12345678901234567890]}, "e": {"y": 2, "x": 1}}, 3], "f": {"b": true, "a": null}} "#,
                 r#"{"a": [{"b": {"k": 1, "k": {"n": [ ], "m": "\t\ud83d\ude00"}}}, "\"q\""], "z": "x\u0001"}"#,
+                r#"{"a": [{"b": {"s": "plain", "t": "a\nb\\c\"d\b\f\r", "u": "x\/y", "v": "\u0041"}}]}"#,
                 r#"{"a": [{"b": {"c": 1,}}]}"#,
                 r#"{"a": [{"b": {"c": "\ud800"}}]}"#,
                 r#"{"a": [{"b": {"c": 01}}]}"#,
@@ -1230,14 +1264,17 @@ mod tests {
                 write_canonical(&mut expected, source).expect("checked text writes");
                 match canonical {
                     Some(canonical) => assert_eq!(canonical.as_bytes(), &*expected, "{source}"),
-                    None => assert!(!source.starts_with(['{', '[']), "{source}: a scalar is not written"),
+                    None => assert!(
+                        !source.starts_with(['{', '[', '"']) || source.contains("\\u") || source.contains("\\/"),
+                        "{source}: not written"
+                    ),
                 }
             }
         }
-        let (first, mut plain) = (split(&texts[texts.len() - 6], &DEEP).expect("accepted"), Vec::new());
+        let (first, mut plain) = (split(&texts[texts.len() - 7], &DEEP).expect("accepted"), Vec::new());
         wholes(&first, &mut plain);
         assert!(plain.iter().all(|(_, canonical)| canonical.is_none()), "`split` writes nothing");
-        assert_eq!(written_parts, 8, "the objects and arrays kept whole are written");
+        assert_eq!(written_parts, 11, "the objects, arrays and canonical strings kept whole are written");
     }
 
     /// Synthetic (no real string has every escape at every cut point): a string's tail is

@@ -88,11 +88,12 @@ impl<'a> Node<'a> {
     }
 }
 
-/// A split value kept as text: its canonical form when the split wrote one.
+/// A split value kept as text: its canonical form when the split wrote one or found it so.
 #[inline]
 fn split_value(split: Split<'_>) -> LazyValue {
     match split.parts {
         Parts::Canonical(canonical) => LazyValue::from_canonical(canonical),
+        Parts::Verbatim => LazyValue::from_canonical(split.text.into()),
         _ => LazyValue::from_checked(split.text.into()),
     }
 }

@@ -515,6 +515,7 @@ fn number(v: &Split) -> Option<Value> {
 fn lazy(v: &Split) -> LazyValue {
     let parts = match &v.parts {
         Parts::Canonical(canonical) => Parts::Canonical(canonical.clone()),
+        Parts::Verbatim => Parts::Verbatim,
         _ => Parts::Whole,
     };
     Node::Split(Split { text: v.text, parts }).into_lazy()
