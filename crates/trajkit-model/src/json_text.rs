@@ -682,7 +682,7 @@ impl Scanner<'_> {
                 sorted &= *last < key;
                 out.push(b',');
             }
-            write_str(out, &key);
+            write_key(out, &key, matches!(key, Cow::Owned(_)));
             out.push(b':');
             let start = out.len();
             self.write_value(out, text, depth + 1)?;
@@ -711,7 +711,7 @@ impl Scanner<'_> {
                 out.push(b',');
             }
             first = false;
-            write_str(out, key);
+            write_key(out, key, matches!(key, Cow::Owned(_)));
             out.push(b':');
             out.extend_from_slice(written.get(range.start - object..range.end - object)?);
         }
@@ -782,6 +782,19 @@ impl Scanner<'_> {
 
     fn literal(&mut self, word: &[u8]) -> Option<()> {
         (self.b.get(self.i..self.i + word.len())? == word).then(|| self.i += word.len())
+    }
+}
+
+/// A member name as `write_str` writes it. One the source held without escapes (not
+/// `decoded` from them) holds (checked) no quote, backslash or control character either, so
+/// it is copied.
+fn write_key(out: &mut Vec<u8>, key: &str, decoded: bool) {
+    if decoded {
+        write_str(out, key);
+    } else {
+        out.push(b'"');
+        out.extend_from_slice(key.as_bytes());
+        out.push(b'"');
     }
 }
 
