@@ -170,7 +170,23 @@ fn same_parse(text: &[u8]) -> bool {
     let kept = trajkit_formats::json::parse_text_keeping(text).map(|p| p.into_value());
     assert!(kept == theirs, "parse_text_keeping and serde_json give different values");
     same_as_text(text, theirs.as_ref());
+    if let Ok(text) = std::str::from_utf8(text) {
+        same_split(text);
+    }
     ours.is_some()
+}
+
+/// Panics when `split_written` accepts otherwise than `split`, or an object's members kept
+/// whole are written otherwise from what it wrote than from their source text.
+fn same_split(text: &str) {
+    use trajkit_model::json_text::{split, split_written, Shape, Split};
+    let (plain, written) = (split(text, &Shape::Object(&[])), split_written(text, &Shape::Object(&[])));
+    assert!(plain.is_some() == written.is_some(), "split_written accepts otherwise than split");
+    let members = |s: Option<Split>| {
+        let extra = trajkit_model::node::Node::Split(s?).into_extra().ok()?;
+        trajkit_model::compact::to_string(&extra).ok()
+    };
+    assert!(members(plain) == members(written), "members written from split_written's parts differ");
 }
 
 /// Panics when a value `LazyValue` or `Extra` keeps as text (whole, or as a flat number
