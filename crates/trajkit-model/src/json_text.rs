@@ -248,9 +248,10 @@ pub fn split<'a>(text: &'a str, shape: &Shape<'_>) -> Option<Split<'a>> {
     split_with(Scanner::new(text), shape)
 }
 
-/// `split` for a record that will be written: each part kept whole is written in canonical
-/// form in the same pass that checks it (`Split::canonical`), so the writer copies it
-/// instead of reading its text a second time. Accepts exactly what `split` accepts.
+/// `split` for a record that will be written: each object or array kept whole is written in
+/// canonical form in the same pass that checks it (`Parts::Canonical`), and each string kept
+/// whole that is canonical already is marked so (`Parts::Verbatim`): the writer copies them
+/// instead of reading their text a second time. Accepts exactly what `split` accepts.
 pub fn split_written<'a>(text: &'a str, shape: &Shape<'_>) -> Option<Split<'a>> {
     split_with(Scanner { written: Some(Vec::new()), ..Scanner::new(text) }, shape)
 }
