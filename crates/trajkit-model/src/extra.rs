@@ -43,9 +43,10 @@ impl Extra {
         Some(Self::from_texts(members.into_iter().map(|(key, value)| (key, LazyValue::from_checked(value.into())))))
     }
 
-    /// Members that `json_text` checked, each kept as its text, the last of a repeated name
-    /// kept (as serde_json keeps it). Built in one sorted pass: inserting them one by one
-    /// was 8 % of Gym `inspect`'s instructions.
+    /// Members that `json_text` checked, each a value still held as text (its source, or its
+    /// canonical form when the split wrote one), the last of a repeated name kept (as
+    /// serde_json keeps it). Built in one sorted pass: inserting them one by one was 8 % of
+    /// Gym `inspect`'s instructions.
     pub(crate) fn from_texts<'a>(members: impl IntoIterator<Item = (Cow<'a, str>, LazyValue)>) -> Self {
         let texts = members.into_iter().map(|(key, value)| (key.into_owned(), value));
         Extra { values: Map::new(), texts: texts.collect() }
