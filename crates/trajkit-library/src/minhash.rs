@@ -27,15 +27,24 @@ pub fn hash64(bytes: &[u8]) -> u64 {
 pub fn shingles(text: &str) -> Vec<u64> {
     let lower = text.to_lowercase();
     let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
-    let mut out: Vec<u64> = if words.len() <= SHINGLE_WORDS {
-        if words.is_empty() {
-            Vec::new()
-        } else {
-            vec![hash64(words.join(" ").as_bytes())]
-        }
-    } else {
-        words.windows(SHINGLE_WORDS).map(|w| hash64(w.join(" ").as_bytes())).collect()
-    };
+    if words.is_empty() {
+        return Vec::new();
+    }
+    // Each shingle's words are joined in one reused buffer (a `join` per window allocated).
+    let mut joined = Vec::new();
+    let mut out: Vec<u64> = words
+        .windows(SHINGLE_WORDS.min(words.len()))
+        .map(|w| {
+            joined.clear();
+            for (i, word) in w.iter().enumerate() {
+                if i > 0 {
+                    joined.push(b' ');
+                }
+                joined.extend_from_slice(word.as_bytes());
+            }
+            hash64(&joined)
+        })
+        .collect();
     out.sort_unstable();
     out.dedup();
     out
@@ -216,6 +225,15 @@ mod tests {
         assert_eq!(shingles("two words").len(), 1);
         assert!(shingles("  ... ").is_empty());
         assert_eq!(shingles("a b c a b c a b c").len(), 3, "repeated shingles count once");
+    }
+
+    #[test]
+    fn a_shingle_is_the_hash_of_its_words_joined_by_one_space() {
+        let mut want = vec![hash64(b"fix the bug"), hash64(b"the bug now")];
+        want.sort_unstable();
+        assert_eq!(shingles("Fix  the bug, now"), want);
+        assert_eq!(shingles("two, words"), [hash64(b"two words")]);
+        assert_eq!(shingles("word"), [hash64(b"word")]);
     }
 
     #[test]

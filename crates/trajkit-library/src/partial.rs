@@ -256,7 +256,10 @@ impl PartialSink<'_> {
         let shingles = match &row.instruction_digest {
             Some(d) if !self.instructions.contains(d) => {
                 self.instructions.insert(d.clone());
-                Some(shingles)
+                Some(match shingles {
+                    Some(s) => s,
+                    None => shingles_of_record(canonical, &row.path)?,
+                })
             }
             _ => None,
         };
@@ -282,8 +285,9 @@ struct Analysis {
     row: Row,
     steps: Vec<StepRow>,
     calls: Vec<CallRow>,
-    /// The instruction's shingle hashes (empty without an instruction).
-    shingles: Vec<u64>,
+    /// The instruction's shingle hashes, on the first record of each instruction to reach
+    /// an analyzer.
+    shingles: Option<Vec<u64>>,
     /// The content signatures, on the first record of each interaction to reach an analyzer.
     content: Option<Content>,
 }
@@ -319,22 +323,62 @@ fn analyzer(source: &ResolvedSource, split: &SplitConfig, sketched: Sketched) ->
     Arc::new(move |t: &Trajectory| {
         let row = make_row(t, t.id.clone(), &source, &split, String::new(), 0);
         let (steps, calls) = step_rows(t);
-        let shingles = match &row.instruction_digest {
-            Some(_) if !signatures_off() => {
-                t.task.instruction.as_deref().map(crate::minhash::shingles).unwrap_or_default()
-            }
-            _ => Vec::new(),
+        // Which copy of an instruction or interaction carries its signatures varies between
+        // runs; the signatures do not (they are functions of the digest's text), and finalize
+        // keys them by digest.
+        let (instruction, interaction) = match sketched.lock() {
+            Ok(mut s) => (
+                row.instruction_digest.as_deref().is_some_and(|d| claim(&mut s.instructions, d)),
+                claim(&mut s.interactions, &row.interaction_digest),
+            ),
+            Err(_) => (true, true),
         };
-        // Which copy of an interaction carries the sketch varies between runs; the sketch
-        // does not (it is a function of the interaction), and finalize keys it by digest.
-        let fresh = sketched.lock().map(|mut s| s.insert(row.interaction_digest.clone())).unwrap_or(true);
-        let content = fresh.then(|| Content::of(t));
+        let shingles = t.task.instruction.as_deref().filter(|_| instruction).map(instruction_shingles);
+        let content = interaction.then(|| Content::of(t));
         Box::new(Analysis { row, steps, calls, shingles, content }) as Box<dyn std::any::Any + Send>
     })
 }
 
-/// Interaction digests already sketched in this partial (shared by the analyzer threads).
-type Sketched = Arc<std::sync::Mutex<HashSet<String>>>;
+/// The digests whose signatures the analyzer threads of this partial have made.
+#[derive(Default)]
+struct Signed {
+    /// Instruction digests whose shingles were made.
+    instructions: HashSet<String>,
+    /// Interaction digests whose content was sketched.
+    interactions: HashSet<String>,
+}
+
+/// `Signed`, shared by the analyzer threads.
+type Sketched = Arc<std::sync::Mutex<Signed>>;
+
+/// True for the first claim of `digest` in `set`.
+fn claim(set: &mut HashSet<String>, digest: &str) -> bool {
+    !set.contains(digest) && set.insert(digest.to_string())
+}
+
+/// The shingles of an instruction (none with the bench switch `signatures_off`).
+fn instruction_shingles(text: &str) -> Vec<u64> {
+    if signatures_off() {
+        return Vec::new();
+    }
+    crate::minhash::shingles(text)
+}
+
+/// The shingles of the instruction of a canonical record (the rare record whose analysis
+/// did not make them: another copy of its instruction, not filed, did).
+fn shingles_of_record(canonical: &[u8], path: &str) -> Result<Vec<u64>, LibraryError> {
+    #[derive(Deserialize)]
+    struct Record {
+        task: Task,
+    }
+    #[derive(Deserialize)]
+    struct Task {
+        instruction: Option<String>,
+    }
+    let r: Record = serde_json::from_slice(canonical)
+        .map_err(|e| LibraryError::Invalid { path: PathBuf::from(path), message: e.to_string() })?;
+    Ok(r.task.instruction.as_deref().map(instruction_shingles).unwrap_or_default())
+}
 
 /// The canonical JSON of a record with another id (the rare repeat of an id).
 pub(crate) fn with_id(canonical: &[u8], id: &str, path: &str) -> Result<Vec<u8>, LibraryError> {
@@ -411,5 +455,34 @@ impl Sink for PartialSink<'_> {
 
     fn should_stop(&self) -> bool {
         self.error.is_some() || self.strict_failure.is_some() || self.progress.cancelled()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    /// The sink's fallback reads a canonical record's instruction as the analyzer does:
+    /// every record of two real Gym files, as a build canonicalized them (mrcr's records
+    /// have instructions, tau2's none).
+    #[test]
+    fn a_canonical_records_shingles_are_its_instructions() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/real/gym");
+        let inputs = vec![real.join("mrcr__example_rollouts.jsonl"), real.join("tau2__example_rollouts.jsonl")];
+        let opts = BuildOptions { inputs, output: dir.path().join("lib"), ..BuildOptions::default() };
+        crate::build(&opts, &crate::Quiet).unwrap();
+        let shard = File::open(dir.path().join("lib/canonical/part-00000.jsonl.zst")).unwrap();
+        let mut text = String::new();
+        zstd::stream::read::Decoder::new(shard).unwrap().read_to_string(&mut text).unwrap();
+        let mut shingled = Vec::new();
+        for line in text.lines() {
+            let t: Trajectory = serde_json::from_str(line).unwrap();
+            let want = t.task.instruction.as_deref().map(crate::minhash::shingles).unwrap_or_default();
+            assert_eq!(shingles_of_record(line.as_bytes(), "x").unwrap(), want);
+            shingled.push(want.len());
+        }
+        assert_eq!(shingled, [4, 3, 1, 5, 3, 0, 0, 0, 0, 0]);
     }
 }

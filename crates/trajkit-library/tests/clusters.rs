@@ -108,6 +108,45 @@ fn every_real_fixture_clusters_the_same_in_any_partition_and_templates_do_not_me
     assert_eq!(column(&opts.output, "SELECT count(*) FROM task_clusters"), ["371"]);
 }
 
+/// Each instruction's shingles come from whichever copy an analyzer thread meets first,
+/// or from the canonical record when that copy is a repeated line (not filed): the real
+/// Gym files with every line written twice cluster exactly as the files do.
+#[test]
+fn repeated_lines_leave_the_clusters_as_they_were() {
+    let dir = tempfile::tempdir().unwrap();
+    let doubled = dir.path().join("doubled");
+    std::fs::create_dir(&doubled).unwrap();
+    let mut lines = 0;
+    for entry in std::fs::read_dir(real("gym")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "jsonl") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let twice: String = text.lines().map(|l| format!("{l}\n{l}\n")).collect();
+            lines += text.lines().count();
+            std::fs::write(doubled.join(path.file_name().unwrap()), twice).unwrap();
+        }
+    }
+    assert_eq!(lines, 143);
+    let build = |input: &Path, name: &str| {
+        let output = dir.path().join(name);
+        let opts = BuildOptions {
+            inputs: vec![input.to_path_buf()],
+            output: output.clone(),
+            threads: 2,
+            ..BuildOptions::default()
+        };
+        trajkit_library::build(&opts, &trajkit_library::Quiet).expect("build");
+        output
+    };
+    let once = build(&real("gym"), "once");
+    let twice = build(&doubled, "twice");
+    // Every accepted line repeated (the 20 rejected lines are rejected twice).
+    assert_eq!(column(&twice, "SELECT sum(duplicate_records) FROM files"), ["123"]);
+    let state = cluster_state(&once);
+    assert_eq!(state[1].len(), 103, "distinct (split key, instruction) links");
+    assert_eq!(cluster_state(&twice), state);
+}
+
 /// The case: an `evaluation_only` source with one real ATIF trajectory and a
 /// `training` source with it twice under other session ids, once with a newline added to
 /// the instruction and once with " Please be thorough." appended.
