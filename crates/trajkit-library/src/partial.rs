@@ -317,6 +317,15 @@ fn signatures_off() -> bool {
     *OFF.get_or_init(|| std::env::var_os("TRAJKIT_BENCH_NO_SIGNATURES").is_some_and(|v| v == "1"))
 }
 
+/// Bench switch `TRAJKIT_BENCH_SIGN_EVERY=1`: the analyzers sketch every record's content,
+/// as on a corpus whose interactions are all distinct. bench/make_corpus.py repeats the real
+/// rollouts, so its records share a few hundred interactions and sketching would otherwise go
+/// unmeasured. The library is the same (the sink still files one sketch per interaction).
+fn sign_every() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("TRAJKIT_BENCH_SIGN_EVERY").is_some_and(|v| v == "1"))
+}
+
 /// The analyzer of one source: its row (id and shard filled in later), steps and calls.
 fn analyzer(source: &ResolvedSource, split: &SplitConfig, sketched: Sketched) -> trajkit_formats::pipeline::Analyzer {
     let (source, split) = (source.clone(), split.clone());
@@ -329,7 +338,7 @@ fn analyzer(source: &ResolvedSource, split: &SplitConfig, sketched: Sketched) ->
         let (instruction, interaction) = match sketched.lock() {
             Ok(mut s) => (
                 row.instruction_digest.as_deref().is_some_and(|d| claim(&mut s.instructions, d)),
-                claim(&mut s.interactions, &row.interaction_digest),
+                claim(&mut s.interactions, &row.interaction_digest) || sign_every(),
             ),
             Err(_) => (true, true),
         };
