@@ -11,10 +11,9 @@ use std::path::Path;
 use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use trajkit_model::{Role, Trajectory};
+use trajkit_model::Trajectory;
 
 use crate::error::LibraryError;
-use crate::minhash::hash64;
 
 /// Words per n-gram (the GPT-3 paper's contamination analysis used 13).
 pub const NGRAM_WORDS: usize = 13;
@@ -51,34 +50,19 @@ impl Default for ContaminationOptions {
 /// are left out. Words are lowercase runs of letters and digits; an n-gram never spans
 /// two texts. `None` when no text has 13 words.
 pub fn fingerprints(t: &Trajectory) -> Option<Vec<u64>> {
-    let mut grams = Vec::new();
-    if let Some(i) = &t.task.instruction {
-        ngrams(i, &mut grams);
-    }
-    for step in t.steps.iter().filter(|s| !s.copied_context && s.role != Role::System) {
-        if let Some(c) = &step.content {
-            crate::near::strings(c, &mut |x| ngrams(x, &mut grams));
-        }
-        for call in &step.tool_calls {
-            crate::near::strings(&call.arguments, &mut |x| ngrams(x, &mut grams));
-        }
-        for r in &step.tool_results {
-            if let Some(c) = &r.content {
-                crate::near::strings(c, &mut |x| ngrams(x, &mut grams));
-            }
-        }
-    }
-    let mut out = winnow(&grams);
+    crate::signatures::of(t, false, true).fingerprints
+}
+
+/// The fingerprints of a run's n-grams: winnowed, sorted and deduplicated.
+pub(crate) fn fingerprints_of(grams: &[u64]) -> Option<Vec<u64>> {
+    let mut out = winnow(grams);
     out.sort_unstable();
     out.dedup();
     (!out.is_empty()).then_some(out)
 }
 
-/// Appends the hash of every `NGRAM_WORDS` consecutive words of `text`.
-fn ngrams(text: &str, out: &mut Vec<u64>) {
-    let lower = text.to_lowercase();
-    let words: Vec<u64> =
-        lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(|w| hash64(w.as_bytes())).collect();
+/// Appends the hash of every `NGRAM_WORDS` consecutive words of the word hashes `words`.
+pub(crate) fn ngrams_of(words: &[u64], out: &mut Vec<u64>) {
     for w in words.windows(NGRAM_WORDS) {
         let mut x = 0u64;
         for h in w {
@@ -355,12 +339,11 @@ mod tests {
     use super::*;
 
     fn fp(text: &str) -> Vec<u64> {
+        let mut words = Vec::new();
+        crate::minhash::word_hashes(text, true, &mut Vec::new(), |h| words.push(h));
         let mut g = Vec::new();
-        ngrams(text, &mut g);
-        let mut w = winnow(&g);
-        w.sort_unstable();
-        w.dedup();
-        w
+        ngrams_of(&words, &mut g);
+        fingerprints_of(&g).unwrap_or_default()
     }
 
     #[test]

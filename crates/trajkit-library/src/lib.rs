@@ -22,6 +22,7 @@ pub mod rows_out;
 pub mod score;
 pub mod seek;
 pub mod shards;
+pub mod signatures;
 pub mod split;
 pub mod stats;
 

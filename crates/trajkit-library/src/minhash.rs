@@ -21,6 +21,72 @@ pub fn hash64(bytes: &[u8]) -> u64 {
     XxHash3_64::oneshot(bytes)
 }
 
+/// Calls `f` with the hash (`hash64`) of each word of `text`, in order: each maximal run of
+/// alphanumeric characters (`char::is_alphanumeric`), of the text lowercased first when
+/// `lower` (as `str::to_lowercase` lowercases it). An ASCII text, the usual case, is split
+/// byte by byte, lowercased in `scratch`: decoding chars and looking them up in Unicode
+/// tables cost more than the rest of sketching a record's content.
+pub fn word_hashes(text: &str, lower: bool, scratch: &mut Vec<u8>, mut f: impl FnMut(u64)) {
+    if !text.is_ascii() {
+        let lowered;
+        let text = if lower {
+            lowered = text.to_lowercase();
+            &lowered
+        } else {
+            text
+        };
+        text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).for_each(|w| f(hash64(w.as_bytes())));
+        return;
+    }
+    let bytes = if lower {
+        scratch.clear();
+        scratch.extend_from_slice(text.as_bytes());
+        scratch.make_ascii_lowercase();
+        scratch.as_slice()
+    } else {
+        text.as_bytes()
+    };
+    ascii_words(bytes, |word| f(hash64(word)));
+}
+
+/// `word_hashes` of `text` as written (to `kept`) and lowercased (to `lowered`). An ASCII
+/// text is split once, and a word without capitals hashed once for both.
+pub fn word_hashes_both(text: &str, scratch: &mut Vec<u8>, mut kept: impl FnMut(u64), mut lowered: impl FnMut(u64)) {
+    if !text.is_ascii() {
+        word_hashes(text, false, scratch, kept);
+        word_hashes(text, true, scratch, lowered);
+        return;
+    }
+    ascii_words(text.as_bytes(), |word| {
+        let h = hash64(word);
+        kept(h);
+        if word.iter().any(u8::is_ascii_uppercase) {
+            scratch.clear();
+            scratch.extend(word.iter().map(u8::to_ascii_lowercase));
+            lowered(hash64(scratch));
+        } else {
+            lowered(h);
+        }
+    });
+}
+
+/// Calls `f` with each maximal run of ASCII letters and digits in `bytes`.
+fn ascii_words(bytes: &[u8], mut f: impl FnMut(&[u8])) {
+    let mut i = 0;
+    while i < bytes.len() {
+        while bytes.get(i).is_some_and(|b| !b.is_ascii_alphanumeric()) {
+            i += 1;
+        }
+        let start = i;
+        while bytes.get(i).is_some_and(u8::is_ascii_alphanumeric) {
+            i += 1;
+        }
+        if let Some(word) = bytes.get(start..i).filter(|w| !w.is_empty()) {
+            f(word);
+        }
+    }
+}
+
 /// The sorted, deduplicated shingle hashes of `text`: lowercase runs of alphanumeric
 /// characters are the words; every `SHINGLE_WORDS` consecutive words (joined by one
 /// space) are hashed; a text of fewer words is one shingle; a text without words has none.
@@ -161,12 +227,15 @@ impl Default for ContentSketch {
 impl ContentSketch {
     /// Adds the words of `text` (the word window runs on across calls).
     pub fn add_text(&mut self, text: &str) {
-        for word in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
-            self.window[self.words % CONTENT_SHINGLE_WORDS] = hash64(word.as_bytes());
-            self.words += 1;
-            if self.words >= CONTENT_SHINGLE_WORDS {
-                self.add_shingle(self.combined(CONTENT_SHINGLE_WORDS));
-            }
+        word_hashes(text, false, &mut Vec::new(), |h| self.add_word(h));
+    }
+
+    /// Adds the word whose hash is `h`.
+    pub fn add_word(&mut self, h: u64) {
+        self.window[self.words % CONTENT_SHINGLE_WORDS] = h;
+        self.words += 1;
+        if self.words >= CONTENT_SHINGLE_WORDS {
+            self.add_shingle(self.combined(CONTENT_SHINGLE_WORDS));
         }
     }
 
@@ -225,6 +294,40 @@ mod tests {
         assert_eq!(shingles("two words").len(), 1);
         assert!(shingles("  ... ").is_empty());
         assert_eq!(shingles("a b c a b c a b c").len(), 3, "repeated shingles count once");
+    }
+
+    /// Synthetic texts: every kind of separator, case and non-ASCII character next to the
+    /// ASCII path (İ lowercases to i and a combining dot, which splits the word).
+    #[test]
+    fn word_hashes_are_the_hashes_of_the_split_words() {
+        let texts = [
+            "",
+            "  ...  ",
+            "Fix the bug, NOW!\n\tthen\r\nrun `cargo test` (x2) -- a_b c-d e.f 3.14",
+            "word",
+            "trailing space ",
+            "ΣΊΣΥΦΟΣ rolls; İstanbul naïve café 東京 2026",
+            "MiXeD123abc DEF",
+        ];
+        for text in texts {
+            for lower in [false, true] {
+                let source = if lower { text.to_lowercase() } else { text.to_string() };
+                let want: Vec<u64> = source
+                    .split(|c: char| !c.is_alphanumeric())
+                    .filter(|w| !w.is_empty())
+                    .map(|w| hash64(w.as_bytes()))
+                    .collect();
+                let mut got = Vec::new();
+                word_hashes(text, lower, &mut Vec::new(), |h| got.push(h));
+                assert_eq!(got, want, "{text:?} lower {lower}");
+            }
+            let (mut kept, mut lowered) = (Vec::new(), Vec::new());
+            word_hashes_both(text, &mut Vec::new(), |h| kept.push(h), |h| lowered.push(h));
+            let (mut want_kept, mut want_lowered) = (Vec::new(), Vec::new());
+            word_hashes(text, false, &mut Vec::new(), |h| want_kept.push(h));
+            word_hashes(text, true, &mut Vec::new(), |h| want_lowered.push(h));
+            assert_eq!((kept, lowered), (want_kept, want_lowered), "{text:?} both");
+        }
     }
 
     #[test]

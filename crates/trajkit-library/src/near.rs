@@ -10,28 +10,13 @@ use serde_json::Value;
 use trajkit_model::Trajectory;
 
 use crate::clusters::Clusters;
-use crate::minhash::{self, ContentSketch, Signature};
+use crate::minhash::{self, Signature};
 use crate::row::Row;
 
 /// The content sketch of a run: the text of its own steps' content, tool calls (name and
 /// argument values) and tool results, in order; copied context left out.
 pub fn content_sketch(t: &Trajectory) -> Option<Signature> {
-    let mut s = ContentSketch::default();
-    for step in t.steps.iter().filter(|s| !s.copied_context) {
-        if let Some(c) = &step.content {
-            strings(c, &mut |x| s.add_text(x));
-        }
-        for call in &step.tool_calls {
-            s.add_text(&call.name);
-            strings(&call.arguments, &mut |x| s.add_text(x));
-        }
-        for r in &step.tool_results {
-            if let Some(c) = &r.content {
-                strings(c, &mut |x| s.add_text(x));
-            }
-        }
-    }
-    s.finish()
+    crate::signatures::of(t, true, false).sketch
 }
 
 /// Every string value in `v`, depth first (object keys are format, not content).

@@ -305,7 +305,8 @@ impl Content {
         if signatures_off() {
             return Content::default();
         }
-        Content { sketch: crate::near::content_sketch(t), ngrams: crate::contamination::fingerprints(t) }
+        let s = crate::signatures::of(t, true, true);
+        Content { sketch: s.sketch, ngrams: s.fingerprints }
     }
 }
 
