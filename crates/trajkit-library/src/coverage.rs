@@ -17,6 +17,20 @@ fn add_map(into: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>) {
     }
 }
 
+/// Per source, how many content digests more than one of its trajectories has: one pass
+/// over the index for every source (a query per source read the whole index each time).
+fn repeated_content(conn: &Connection, index: &Path) -> Result<BTreeMap<String, u64>, LibraryError> {
+    let sql = |source| LibraryError::Sqlite { path: index.to_path_buf(), source };
+    let mut st = conn
+        .prepare(
+            "SELECT source, count(*) FROM (SELECT source FROM trajectories
+             GROUP BY source, content_digest HAVING count(*) > 1) GROUP BY source",
+        )
+        .map_err(sql)?;
+    let rows = st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, u64>(1)?))).map_err(sql)?;
+    rows.collect::<Result<_, _>>().map_err(sql)
+}
+
 /// Builds the coverage document from the per-file reports of the build.
 pub fn coverage(
     registry: &Registry,
@@ -24,6 +38,7 @@ pub fn coverage(
     conn: &Connection,
     index: &Path,
 ) -> Result<Value, LibraryError> {
+    let repeated = repeated_content(conn, index)?;
     let mut sources = Vec::new();
     for (i, s) in registry.sources.iter().enumerate() {
         let files: Vec<&FileReport> = reports.iter().filter(|(src, _)| *src == i).map(|(_, r)| r).collect();
@@ -36,14 +51,7 @@ pub fn coverage(
             *formats.entry(f.format.clone().unwrap_or_else(|| "unrecognised".into())).or_default() += 1;
         }
         let sum = |f: fn(&FileReport) -> u64| files.iter().map(|r| f(r)).sum::<u64>();
-        let duplicate_groups: u64 = conn
-            .query_row(
-                "SELECT count(*) FROM (SELECT content_digest FROM trajectories WHERE source = ?1
-                 GROUP BY content_digest HAVING count(*) > 1)",
-                [&s.source.name],
-                |r| r.get(0),
-            )
-            .map_err(|source| LibraryError::Sqlite { path: index.to_path_buf(), source })?;
+        let duplicate_groups = repeated.get(&s.source.name).copied().unwrap_or(0);
         sources.push(json!({
             "source": s.source.name,
             "role": s.source.role.as_str(),

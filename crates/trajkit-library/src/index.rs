@@ -47,7 +47,8 @@ CREATE TABLE rejections (file INTEGER NOT NULL, path TEXT NOT NULL, line INTEGER
 ";
 
 /// Work done once everything is loaded: duplicate groups, then eligibility, group sizes and
-/// ranks in one `UPDATE` (each full `UPDATE` rewrites every wide row), tasks, then the
+/// ranks in one `UPDATE` (each full `UPDATE` rewrites every wide row; the near-duplicate
+/// group size starts as the exact one, `near` enlarges it for members), tasks, then the
 /// secondary indexes. Every row has exactly one duplicate group (grouped by its interaction
 /// digest) and one rank, so the joined `UPDATE` reaches every row.
 const FINALIZE: &str = "
@@ -63,7 +64,8 @@ INSERT INTO duplicate_groups
   GROUP BY interaction_digest ORDER BY duplicate_group, interaction_digest;
 UPDATE trajectories SET
     training_eligible = (sft_eligible AND role = 'training' AND split <> 'protected_evaluation'),
-    duplicate_group_size = g.size, duplicate_outcomes_disagree = g.outcomes_disagree, task_rank = r.rank
+    duplicate_group_size = g.size, duplicate_outcomes_disagree = g.outcomes_disagree, task_rank = r.rank,
+    near_duplicate_group_size = g.size
   FROM duplicate_groups AS g, (
     SELECT ordinal, row_number() OVER (
       PARTITION BY task_key, coalesce(environment, ''), coalesce(environment_version, '')

@@ -121,14 +121,14 @@ fn group_cluster(members: &[(&str, &Signature)], threshold: f64) -> Vec<Member> 
 }
 
 /// The near-duplicate tables, and each trajectory's group, size and similarity; run after
-/// `index::finalize` (exact duplicate group sizes and the interaction index exist).
+/// `index::finalize` (exact duplicate group sizes, the near-duplicate group size of a
+/// non-member, and the interaction index exist).
 const APPLY: &str = "
 CREATE TABLE near_duplicate_members (interaction_digest TEXT PRIMARY KEY, near_duplicate_group TEXT NOT NULL,
   similarity REAL NOT NULL) WITHOUT ROWID;
 ";
 
 const FINISH: &str = "
-UPDATE trajectories SET near_duplicate_group_size = duplicate_group_size;
 UPDATE trajectories SET near_duplicate_group = m.near_duplicate_group, near_duplicate_similarity = m.similarity
   FROM near_duplicate_members AS m WHERE m.interaction_digest = trajectories.interaction_digest;
 CREATE TABLE near_duplicate_groups (near_duplicate_group TEXT PRIMARY KEY, task_cluster TEXT,

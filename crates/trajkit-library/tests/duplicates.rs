@@ -87,3 +87,39 @@ fn make_corpus_copies_group_together() {
     );
     assert_eq!(d["groups_with_disagreeing_outcomes"].as_u64(), Some(0));
 }
+
+/// `coverage.json`'s `duplicate_groups_across_files`, per source: the content digests that
+/// more than one of the source's own trajectories has. Real files under three sources: `a`
+/// holds the tau2 Gym file twice (5 records repeated), `b` the mrcr file once and the
+/// tau2 file once (the tau2 copies in `a` are another source's: not counted in `b`), `c`
+/// nothing repeated.
+#[test]
+fn repeated_content_is_counted_within_each_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let tau2 = std::fs::read(real("gym/tau2__example_rollouts.jsonl")).unwrap();
+    let mrcr = std::fs::read(real("gym/mrcr__example_rollouts.jsonl")).unwrap();
+    let ruler = std::fs::read(real("gym/ruler__example_rollouts.jsonl")).unwrap();
+    for (rel, bytes) in
+        [("a/1.jsonl", &tau2), ("a/2.jsonl", &tau2), ("b/1.jsonl", &mrcr), ("b/2.jsonl", &tau2), ("c/1.jsonl", &ruler)]
+    {
+        let p = dir.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, bytes).unwrap();
+    }
+    let registry = dir.path().join("sources.toml");
+    let source = |name: &str| format!("[[source]]\nname = \"{name}\"\npaths = [\"{name}\"]\nrole = \"training\"\n\n");
+    std::fs::write(&registry, ["a", "b", "c"].map(source).concat()).unwrap();
+    let lib = build_lib(dir.path(), &[], Some(registry));
+    let coverage: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(lib.join("coverage.json")).unwrap()).unwrap();
+    let got: Vec<(String, u64, u64)> = coverage["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let name = s["source"].as_str().unwrap().to_string();
+            (name, s["accepted"].as_u64().unwrap(), s["duplicate_groups_across_files"].as_u64().unwrap())
+        })
+        .collect();
+    assert_eq!(got, [("a".to_string(), 10, 5), ("b".to_string(), 10, 0), ("c".to_string(), 5, 0)]);
+}
