@@ -219,6 +219,8 @@ fn open_for_build(path: &Path) -> Result<Connection, LibraryError> {
     )
     .map_err(sql)?;
     conn.execute_batch(SCHEMA).map_err(sql)?;
+    // Every statement `insert` prepares, the multi-row ones of each length included.
+    conn.set_prepared_statement_cache_capacity(64);
     Ok(conn)
 }
 
@@ -340,28 +342,49 @@ fn insert_trajectory(
         r.near_duplicate_group_size,
         r.near_duplicate_similarity,
     ])?;
-    let mut st = conn.prepare_cached("INSERT INTO steps VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)")?;
-    for (i, s) in steps.iter().enumerate() {
-        st.execute(params![
-            ordinal,
-            i as u64,
-            s.role.as_ref(),
-            s.authorship.as_ref(),
-            s.copied_context,
-            s.subagent,
-            s.model,
-            s.timestamp,
-            s.tool_calls,
-            s.tool_results,
-            s.content_bytes,
-            s.has_reasoning
-        ])?;
-    }
-    let mut st = conn.prepare_cached("INSERT INTO tool_calls VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")?;
-    for c in calls {
-        st.execute(params![ordinal, c.step, c.call, c.call_id, c.name, c.arguments_invalid, c.answered])?;
+    let numbered: Vec<(usize, &StepRow)> = steps.iter().enumerate().collect();
+    insert_rows(conn, "steps", 12, &numbered, |st, at, &(i, s)| {
+        bind(st, at, &[&ordinal, &(i as u64), &s.role.as_ref(), &s.authorship.as_ref(), &s.copied_context])?;
+        bind(st, at + 5, &[&s.subagent, &s.model, &s.timestamp, &s.tool_calls, &s.tool_results])?;
+        bind(st, at + 10, &[&s.content_bytes, &s.has_reasoning])
+    })?;
+    insert_rows(conn, "tool_calls", 7, calls, |st, at, c| {
+        bind(st, at, &[&ordinal, &c.step, &c.call, &c.call_id, &c.name, &c.arguments_invalid, &c.answered])
+    })
+}
+
+/// Rows one `INSERT` statement carries at most: stepping and resetting a statement per row
+/// cost more than a step's insert itself.
+const ROWS_PER_INSERT: usize = 16;
+
+/// Inserts `rows` into `table` (`columns` wide) in order, up to `ROWS_PER_INSERT` rows per
+/// statement; `bind_row` binds a row's values from parameter `at` (1-based) on.
+fn insert_rows<T>(
+    conn: &Connection,
+    table: &str,
+    columns: usize,
+    rows: &[T],
+    bind_row: impl Fn(&mut rusqlite::Statement<'_>, usize, &T) -> rusqlite::Result<()>,
+) -> rusqlite::Result<()> {
+    for chunk in rows.chunks(ROWS_PER_INSERT) {
+        let mut st = conn.prepare_cached(&insert_sql(table, columns, chunk.len()))?;
+        for (k, row) in chunk.iter().enumerate() {
+            bind_row(&mut st, k * columns + 1, row)?;
+        }
+        st.raw_execute()?;
     }
     Ok(())
+}
+
+/// Binds `values` to the parameters from `at` on.
+fn bind(st: &mut rusqlite::Statement<'_>, at: usize, values: &[&dyn rusqlite::ToSql]) -> rusqlite::Result<()> {
+    values.iter().enumerate().try_for_each(|(k, v)| st.raw_bind_parameter(at + k, v))
+}
+
+/// `INSERT INTO table VALUES (?, ...), ...` for `rows` rows of `columns` values.
+fn insert_sql(table: &str, columns: usize, rows: usize) -> String {
+    let row = format!("({})", vec!["?"; columns].join(","));
+    format!("INSERT INTO {table} VALUES {}", vec![row; rows].join(","))
 }
 
 /// Computes everything that needs all rows and builds the indexes, one statement at a
