@@ -4,6 +4,9 @@
 # a 1 GB and a 4 GB corpus (Gym JSONL plus Harbor ATIF files, 5:1), each RUNS times
 # (default 3), median wall time and the largest peak RSS, under /usr/bin/time -v.
 # Usage: bench/build.sh [WORK_DIR]   (default /tmp/trajkit-bench-build)
+# The corpus repeats the real rollouts, so its records share a few hundred interactions and
+# each is sketched once; TRAJKIT_BENCH_SIGN_EVERY=1 in the environment prices a corpus of
+# distinct interactions, where every record is sketched (docs/PERFORMANCE.md, steps 68-73).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=${1:-/tmp/trajkit-bench-build}
