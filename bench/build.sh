@@ -5,8 +5,10 @@
 # (default 3), median wall time and the largest peak RSS, under /usr/bin/time -v.
 # Usage: bench/build.sh [WORK_DIR]   (default /tmp/trajkit-bench-build)
 # The corpus repeats the real rollouts, so its records share a few hundred interactions and
-# each is sketched once; TRAJKIT_BENCH_SIGN_EVERY=1 in the environment prices a corpus of
-# distinct interactions, where every record is sketched (docs/PERFORMANCE.md, steps 68-73).
+# each is sketched once. DISTINCT=1 builds corpora whose copies are distinct interactions
+# with distinct instructions (`make_corpus.py --distinct`, in corpus-MB-distinct), as a real
+# corpus is; TRAJKIT_BENCH_SIGN_EVERY=1 in the environment instead sketches every record of
+# the repeating corpus (docs/PERFORMANCE.md, steps 68-73).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=${1:-/tmp/trajkit-bench-build}
@@ -19,9 +21,10 @@ mkdir -p "$work"
 printf '| corpus | files | MiB | trajectories | threads | seconds (median) | MiB/s | peak RSS MiB |\n'
 printf '|---|---|---|---|---|---|---|---|\n'
 for mb in $sizes; do
-  corpus="$work/corpus-$mb"
+  corpus="$work/corpus-$mb${DISTINCT:+-distinct}"
   if [ ! -d "$corpus" ]; then
-    python3 bench/make_corpus.py "$corpus" --gym-mb $((mb * 5 / 6)) --atif-mb $((mb / 6)) >/dev/null
+    python3 bench/make_corpus.py "$corpus" --gym-mb $((mb * 5 / 6)) --atif-mb $((mb / 6)) \
+      ${DISTINCT:+--distinct} >/dev/null
   fi
   mib=$(du -sm --apparent-size "$corpus" | cut -f1)
   files=$(find "$corpus" -type f | wc -l)

@@ -5,7 +5,9 @@
 //! winnowed per distinct interaction in the partial (map) phase and matched in finalize.
 //! Rules: docs/quality.md#contamination-report.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use rusqlite::Connection;
@@ -100,16 +102,78 @@ fn winnow(grams: &[u64]) -> Vec<u64> {
 }
 
 /// Fingerprints per distinct interaction, collected while finalize merges the partials.
+/// They are spilled to a temporary file as they come (a few KiB per interaction: held in
+/// memory they made a 4 GB corpus of distinct rollouts peak at 768 MiB) and read back in
+/// two passes by `report`.
 #[derive(Default)]
 pub struct Collector {
-    items: HashMap<String, Vec<u64>>,
+    /// Where the spill file is made (the staging directory); the system's temporary
+    /// directory without one.
+    dir: Option<std::path::PathBuf>,
+    spill: Option<BufWriter<File>>,
+    /// The first error writing the spill, reported by `report`.
+    error: Option<std::io::Error>,
 }
 
 impl Collector {
-    /// Notes an interaction's fingerprints (carried by one of its records per partial).
+    /// A collector that spills into `dir`.
+    pub fn in_dir(dir: &Path) -> Collector {
+        Collector { dir: Some(dir.to_path_buf()), ..Collector::default() }
+    }
+
+    /// Notes an interaction's fingerprints (carried by one of its records per partial; the
+    /// first noted for a digest is the one used, and all are the same).
     pub fn add(&mut self, interaction_digest: &str, fingerprints: Option<Vec<u64>>) {
-        if let Some(f) = fingerprints {
-            self.items.entry(interaction_digest.to_string()).or_insert(f);
+        let Some(f) = fingerprints else { return };
+        if self.error.is_none() {
+            if let Err(e) = self.write(interaction_digest, &f) {
+                self.error = Some(e);
+            }
+        }
+    }
+
+    /// Appends one item to the spill: the digest's length and bytes, the count and the
+    /// fingerprints, little-endian.
+    fn write(&mut self, digest: &str, fingerprints: &[u64]) -> std::io::Result<()> {
+        if self.spill.is_none() {
+            let file = match &self.dir {
+                Some(dir) => tempfile::tempfile_in(dir)?,
+                None => tempfile::tempfile()?,
+            };
+            self.spill = Some(BufWriter::with_capacity(1 << 20, file));
+        }
+        let Some(out) = self.spill.as_mut() else { return Ok(()) };
+        out.write_all(&(digest.len() as u32).to_le_bytes())?;
+        out.write_all(digest.as_bytes())?;
+        out.write_all(&(fingerprints.len() as u32).to_le_bytes())?;
+        fingerprints.iter().try_for_each(|fp| out.write_all(&fp.to_le_bytes()))
+    }
+
+    /// Calls `f` with the first item spilled for each digest, in the order they came.
+    fn each_first(file: &mut Option<File>, mut f: impl FnMut(&str, &[u64])) -> std::io::Result<()> {
+        let Some(file) = file.as_mut() else { return Ok(()) };
+        file.seek(SeekFrom::Start(0))?;
+        let mut r = BufReader::with_capacity(1 << 20, &*file);
+        let (mut digest, mut bytes, mut fps) = (Vec::new(), Vec::new(), Vec::new());
+        let mut seen: HashSet<Vec<u8>> = HashSet::new();
+        let mut len = [0u8; 4];
+        loop {
+            match r.read_exact(&mut len) {
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+                other => other?,
+            }
+            digest.resize(u32::from_le_bytes(len) as usize, 0);
+            r.read_exact(&mut digest)?;
+            r.read_exact(&mut len)?;
+            bytes.resize(u32::from_le_bytes(len) as usize * 8, 0);
+            r.read_exact(&mut bytes)?;
+            if seen.contains(&digest) {
+                continue;
+            }
+            seen.insert(digest.clone());
+            fps.clear();
+            fps.extend(bytes.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default())));
+            f(std::str::from_utf8(&digest).unwrap_or_default(), &fps);
         }
     }
 
@@ -117,27 +181,49 @@ impl Collector {
     /// builds the report from the finalized index.
     pub fn report(self, conn: &Connection, path: &Path, opts: &ContaminationOptions) -> Result<Report, LibraryError> {
         let sql = |source| LibraryError::Sqlite { path: path.to_path_buf(), source };
+        let spill_path = path.with_file_name("contamination fingerprints (temporary file)");
+        let spill_err = |source| LibraryError::Io { path: spill_path.clone(), source };
+        if let Some(e) = self.error {
+            return Err(spill_err(e));
+        }
+        let mut spill =
+            self.spill.map(|w| w.into_inner().map_err(|e| e.into_error())).transpose().map_err(&spill_err)?;
         let eval = pairs(conn, "SELECT DISTINCT task_cluster, interaction_digest FROM trajectories WHERE role = 'evaluation_only' AND task_cluster IS NOT NULL ORDER BY 1, 2").map_err(sql)?;
         let train =
             pairs(conn, "SELECT DISTINCT interaction_digest, '' FROM trajectories WHERE training_eligible ORDER BY 1")
                 .map_err(sql)?;
-        let mut clusters: BTreeMap<u64, BTreeSet<&str>> = BTreeMap::new();
+        let mut eval_clusters: HashMap<&str, Vec<&str>> = HashMap::new();
         for (cluster, digest) in &eval {
-            for fp in self.items.get(digest).into_iter().flatten() {
-                clusters.entry(*fp).or_default().insert(cluster.as_str());
-            }
+            eval_clusters.entry(digest.as_str()).or_default().push(cluster.as_str());
+        }
+        let mut clusters: BTreeMap<u64, BTreeSet<&str>> = BTreeMap::new();
+        if !eval_clusters.is_empty() {
+            Self::each_first(&mut spill, |digest, fps| {
+                for c in eval_clusters.get(digest).into_iter().flatten() {
+                    fps.iter().for_each(|fp| _ = clusters.entry(*fp).or_default().insert(c));
+                }
+            })
+            .map_err(&spill_err)?;
         }
         clusters.retain(|_, c| c.len() as u64 <= opts.max_documents);
-        let mut hits: Vec<(&str, Vec<u64>)> = Vec::new();
+        let train: HashSet<&str> = train.iter().map(|(d, _)| d.as_str()).collect();
+        let mut hits: Vec<(String, Vec<u64>)> = Vec::new();
         let mut documents: HashMap<u64, u64> = HashMap::new();
-        for (digest, _) in &train {
-            let shared: Vec<u64> =
-                self.items.get(digest).into_iter().flatten().filter(|fp| clusters.contains_key(fp)).copied().collect();
-            shared.iter().for_each(|fp| *documents.entry(*fp).or_default() += 1);
-            if !shared.is_empty() {
-                hits.push((digest.as_str(), shared));
-            }
+        if !clusters.is_empty() {
+            Self::each_first(&mut spill, |digest, fps| {
+                if !train.contains(digest) {
+                    return;
+                }
+                let shared: Vec<u64> = fps.iter().filter(|fp| clusters.contains_key(fp)).copied().collect();
+                shared.iter().for_each(|fp| *documents.entry(*fp).or_default() += 1);
+                if !shared.is_empty() {
+                    hits.push((digest.to_string(), shared));
+                }
+            })
+            .map_err(&spill_err)?;
         }
+        // In digest order, as the training interactions were listed.
+        hits.sort_by(|a, b| a.0.cmp(&b.0));
         let mut content = Vec::new();
         for (digest, shared) in hits {
             let mut per: BTreeMap<&str, u64> = BTreeMap::new();

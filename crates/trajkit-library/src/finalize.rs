@@ -54,7 +54,7 @@ pub fn finalize(
         progress,
         tasks: crate::clusters::Collector::default(),
         near: crate::near::Collector::default(),
-        contamination: crate::contamination::Collector::default(),
+        contamination: crate::contamination::Collector::in_dir(staging),
     };
     for p in &partials {
         merge.partial(staging, p, &registry)?;
