@@ -294,8 +294,10 @@ impl Graph {
     }
 
     /// Confirmed near-duplicate instruction pairs `(a, b, jaccard)` and the number of
-    /// boilerplate shingles ignored.
-    fn near_pairs(&self, opts: &ClusterOptions) -> (Vec<(u32, u32, f64)>, u64) {
+    /// boilerplate shingles ignored, which are removed from the instructions' shingles in
+    /// place (a filtered copy beside them, and the document frequencies kept to the end, were
+    /// most of finalize's memory on a corpus of distinct instructions).
+    fn near_pairs(&mut self, opts: &ClusterOptions) -> (Vec<(u32, u32, f64)>, u64) {
         let mut df: HashMap<u64, u64> = HashMap::new();
         for s in self.shingles.iter().flatten() {
             *df.entry(*s).or_insert(0) += 1;
@@ -303,11 +305,11 @@ impl Graph {
         let n = self.shingles.iter().filter(|s| !s.is_empty()).count() as f64;
         let floor = ((opts.boilerplate_fraction * n).ceil() as u64).max(opts.boilerplate_min_instructions).max(2);
         let boilerplate = df.values().filter(|&&c| c >= floor).count() as u64;
-        let kept: Vec<Vec<u64>> = self
-            .shingles
-            .iter()
-            .map(|s| s.iter().copied().filter(|x| df.get(x).copied().unwrap_or(0) < floor).collect())
-            .collect();
+        for s in &mut self.shingles {
+            s.retain(|x| df.get(x).copied().unwrap_or(0) < floor);
+        }
+        drop(df);
+        let kept = &self.shingles;
         // Instructions equal once boilerplate is removed are linked to the first of them
         // (similarity 1) without banding, so a bucket never holds many equal sets.
         let mut first_of: HashMap<&[u64], u32> = HashMap::new();
