@@ -25,6 +25,7 @@ use crate::plan::{partial_dir, registry_of, FileGroup};
 use crate::registry::ResolvedSource;
 use crate::row::Row;
 use crate::shards::ShardWriter;
+use crate::signatures::Signatures;
 use crate::split::SplitConfig;
 
 /// The index data file of a partial.
@@ -142,7 +143,7 @@ fn write_partial(
     };
     let mut files = 0u64;
     let mut start = 0;
-    let sketched = Sketched::default();
+    let signed = Signing::default();
     while start < group.files.len() && !sink.should_stop() {
         let source = group.files[start].source;
         let run: Vec<InputFile> =
@@ -160,7 +161,7 @@ fn write_partial(
             canonical: true,
             records: false,
             outcomes: outcomes.clone(),
-            analyze: Some(analyzer(resolved, &opts.split, sketched.clone())),
+            analyze: Some(analyzer(resolved, &opts.split, signed.clone())),
             max_record_bytes: opts.max_record_bytes,
         };
         let got = trajkit_formats::read_inputs(run, &read_opts, &mut sink)
@@ -237,22 +238,27 @@ impl PartialSink<'_> {
     /// The content sketch to write with this record: on the first record of each interaction
     /// only. The analyzers sketch the first copy they meet; when that copy was not filed (a
     /// repeated line), the sketch is made here from the canonical record.
-    fn content_once(&mut self, row: &Row, content: Option<Content>, canonical: &[u8]) -> Result<Content, LibraryError> {
+    fn content_once(
+        &mut self,
+        row: &Row,
+        content: Option<Signatures>,
+        canonical: &[u8],
+    ) -> Result<Signatures, LibraryError> {
         if !self.sketches.insert(row.interaction_digest.clone()) {
-            return Ok(Content::default());
+            return Ok(Signatures::default());
         }
         if let Some(c) = content {
             return Ok(c);
         }
         let t: Trajectory = serde_json::from_slice(canonical)
             .map_err(|e| LibraryError::Invalid { path: PathBuf::from(&row.path), message: e.to_string() })?;
-        Ok(Content::of(&t))
+        Ok(content_of(&t))
     }
 
     /// Files a record: a unique id within the partial, a shard line, and its entry.
     fn add(&mut self, analysis: Analysis, canonical: &[u8]) -> Result<(), LibraryError> {
         let Analysis { mut row, steps, calls, shingles, content } = analysis;
-        let Content { sketch: content, ngrams } = self.content_once(&row, content, canonical)?;
+        let Signatures { sketch: content, fingerprints: ngrams } = self.content_once(&row, content, canonical)?;
         let shingles = match &row.instruction_digest {
             Some(d) if !self.instructions.contains(d) => {
                 self.instructions.insert(d.clone());
@@ -289,25 +295,16 @@ struct Analysis {
     /// an analyzer.
     shingles: Option<Vec<u64>>,
     /// The content signatures, on the first record of each interaction to reach an analyzer.
-    content: Option<Content>,
+    content: Option<Signatures>,
 }
 
 /// What is computed once per distinct interaction: its content sketch (`near`) and its
-/// n-gram fingerprints (`contamination`).
-#[derive(Default)]
-struct Content {
-    sketch: Option<Vec<u32>>,
-    ngrams: Option<Vec<u64>>,
-}
-
-impl Content {
-    fn of(t: &Trajectory) -> Content {
-        if signatures_off() {
-            return Content::default();
-        }
-        let s = crate::signatures::of(t, true, true);
-        Content { sketch: s.sketch, ngrams: s.fingerprints }
+/// n-gram fingerprints (`contamination`); none with the bench switch `signatures_off`.
+fn content_of(t: &Trajectory) -> Signatures {
+    if signatures_off() {
+        return Signatures::default();
     }
+    crate::signatures::of(t, true, true)
 }
 
 /// Bench switch `TRAJKIT_BENCH_NO_SIGNATURES=1`: the map phase computes no instruction
@@ -328,7 +325,7 @@ fn sign_every() -> bool {
 }
 
 /// The analyzer of one source: its row (id and shard filled in later), steps and calls.
-fn analyzer(source: &ResolvedSource, split: &SplitConfig, sketched: Sketched) -> trajkit_formats::pipeline::Analyzer {
+fn analyzer(source: &ResolvedSource, split: &SplitConfig, signed: Signing) -> trajkit_formats::pipeline::Analyzer {
     let (source, split) = (source.clone(), split.clone());
     Arc::new(move |t: &Trajectory| {
         let row = make_row(t, t.id.clone(), &source, &split, String::new(), 0);
@@ -336,7 +333,7 @@ fn analyzer(source: &ResolvedSource, split: &SplitConfig, sketched: Sketched) ->
         // Which copy of an instruction or interaction carries its signatures varies between
         // runs; the signatures do not (they are functions of the digest's text), and finalize
         // keys them by digest.
-        let (instruction, interaction) = match sketched.lock() {
+        let (instruction, interaction) = match signed.lock() {
             Ok(mut s) => (
                 row.instruction_digest.as_deref().is_some_and(|d| claim(&mut s.instructions, d)),
                 claim(&mut s.interactions, &row.interaction_digest) || sign_every(),
@@ -344,7 +341,7 @@ fn analyzer(source: &ResolvedSource, split: &SplitConfig, sketched: Sketched) ->
             Err(_) => (true, true),
         };
         let shingles = t.task.instruction.as_deref().filter(|_| instruction).map(instruction_shingles);
-        let content = interaction.then(|| Content::of(t));
+        let content = interaction.then(|| content_of(t));
         Box::new(Analysis { row, steps, calls, shingles, content }) as Box<dyn std::any::Any + Send>
     })
 }
@@ -359,7 +356,7 @@ struct Signed {
 }
 
 /// `Signed`, shared by the analyzer threads.
-type Sketched = Arc<std::sync::Mutex<Signed>>;
+type Signing = Arc<std::sync::Mutex<Signed>>;
 
 /// True for the first claim of `digest` in `set`.
 fn claim(set: &mut HashSet<String>, digest: &str) -> bool {
