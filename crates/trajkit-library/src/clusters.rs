@@ -4,16 +4,19 @@
 //! (same split key) ∪ (same normalized instruction) ∪ (near-duplicate instructions: MinHash
 //! with LSH banding, confirmed by exact Jaccard over the shingle sets, boilerplate
 //! shingles ignored). Memory is bounded by distinct (key, instruction) pairs and distinct
-//! instructions, never by records. Rules: docs/quality.md#task-clusters.
+//! instructions, never by records; the instructions' shingles wait in a spill file, not in
+//! memory. Rules: docs/quality.md#task-clusters.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::minhash;
 use crate::row::Row;
+use crate::spill::{self, Spill, SpillReader};
 use crate::split::{SplitConfig, PROTECTED};
 
 /// How tasks are clustered (`trajkit build --instruction-similarity ...`, the registry's
@@ -107,8 +110,16 @@ impl Reason {
 pub struct Collector {
     keys: HashMap<String, u32>,
     instructions: HashMap<String, u32>,
-    /// Shingles per instruction id (`None` until a record carrying them is seen).
-    shingles: Vec<Option<Vec<u64>>>,
+    /// Per instruction id, where its shingles lie in `spill` (`None` until a record carrying
+    /// them is seen). Held in memory they were most of finalize's growth on a corpus of
+    /// distinct instructions.
+    shingles: Vec<Option<u64>>,
+    spill: Spill,
+    /// Shingles spilled, and the instructions with at least one.
+    spilled: u64,
+    nonempty: u64,
+    /// Reused for a spill entry's bytes.
+    buf: Vec<u8>,
     /// (key id, instruction id or `u32::MAX`) -> an `evaluation_only` trajectory has it.
     pairs: HashMap<(u32, u32), bool>,
 }
@@ -116,6 +127,11 @@ pub struct Collector {
 const NO_INSTRUCTION: u32 = u32::MAX;
 
 impl Collector {
+    /// A collector that spills the shingles into `dir`.
+    pub fn in_dir(dir: &Path) -> Collector {
+        Collector { spill: Spill::in_dir(dir), ..Collector::default() }
+    }
+
     /// Notes one trajectory's row and, when its entry carries them, its shingles.
     pub fn add(&mut self, row: &Row, shingles: Option<Vec<u64>>) {
         let n = self.keys.len() as u32;
@@ -127,8 +143,11 @@ impl Collector {
                 if id as usize == self.shingles.len() {
                     self.shingles.push(None);
                 }
-                if let (Some(slot), Some(s)) = (self.shingles.get_mut(id as usize), shingles) {
-                    slot.get_or_insert(s);
+                if let (Some(slot @ None), Some(s)) = (self.shingles.get_mut(id as usize), shingles) {
+                    spill::u64_bytes(&s, &mut self.buf);
+                    *slot = Some(self.spill.push(&[&self.buf]));
+                    self.spilled += s.len() as u64;
+                    self.nonempty += u64::from(!s.is_empty());
                 }
                 id
             }
@@ -199,11 +218,11 @@ impl Strength {
 
 impl Collector {
     /// Clusters everything collected. Deterministic: ids are re-numbered in string order
-    /// first, so neither reading order nor partition matters.
-    pub fn cluster(self, opts: &ClusterOptions, split: &SplitConfig) -> Clusters {
-        let mut g = Graph::new(self);
+    /// first, so neither reading order nor partition matters. Fails only reading the spill.
+    pub fn cluster(self, opts: &ClusterOptions, split: &SplitConfig) -> std::io::Result<Clusters> {
+        let mut g = Graph::new(self)?;
         g.mark_generic(opts.generic_instruction_keys);
-        let (near, boilerplate) = g.near_pairs(opts);
+        let (near, boilerplate) = g.near_pairs(opts)?;
         let mut uf = UnionFind::new(g.nodes());
         for (k, i) in g.linking_pairs() {
             uf.union(k as usize, g.inode(i));
@@ -234,27 +253,35 @@ impl Collector {
         }
         out.clusters.sort_by(|a, b| a.id.cmp(&b.id));
         out.links.sort_by(|a, b| (&a.split_key, &a.instruction_digest).cmp(&(&b.split_key, &b.instruction_digest)));
-        out
+        Ok(out)
     }
 }
+
+/// Two near-duplicate instructions `(a, b)`, `a < b`, and their Jaccard similarity.
+type NearLink = (u32, u32, f64);
 
 /// Keys (nodes `0..K`) and instructions (nodes `K..K+I`), numbered in string order.
 struct Graph {
     keys: Vec<String>,
     instructions: Vec<String>,
-    shingles: Vec<Vec<u64>>,
+    /// Per instruction, where its shingles lie in `spill`.
+    shingles: Vec<Option<u64>>,
+    spill: SpillReader,
+    /// Shingles spilled, and the instructions with at least one.
+    spilled: u64,
+    nonempty: u64,
     pairs: BTreeMap<(u32, u32), bool>,
     /// Per instruction: a generic prompt that links nothing (see `ClusterOptions`).
     generic: Vec<bool>,
 }
 
 impl Graph {
-    fn new(c: Collector) -> Graph {
+    fn new(c: Collector) -> std::io::Result<Graph> {
         let (keys, key_map) = renumber(c.keys);
         let (instructions, instr_map) = renumber(c.instructions);
-        let mut shingles = vec![Vec::new(); instructions.len()];
+        let mut shingles = vec![None; instructions.len()];
         for (old, s) in c.shingles.into_iter().enumerate() {
-            if let (Some(&new), Some(s)) = (instr_map.get(old), s) {
+            if let Some(&new) = instr_map.get(old) {
                 shingles[new as usize] = s;
             }
         }
@@ -266,7 +293,9 @@ impl Graph {
                 ((key_map[k as usize], i), e)
             })
             .collect();
-        Graph { keys, instructions, shingles, pairs, generic: Vec::new() }
+        let (spilled, nonempty) = (c.spilled, c.nonempty);
+        let spill = c.spill.reader()?;
+        Ok(Graph { keys, instructions, shingles, spill, spilled, nonempty, pairs, generic: Vec::new() })
     }
 
     /// Marks the instructions that at least `limit` distinct keys share.
@@ -294,46 +323,54 @@ impl Graph {
     }
 
     /// Confirmed near-duplicate instruction pairs `(a, b, jaccard)` and the number of
-    /// boilerplate shingles ignored, which are removed from the instructions' shingles in
-    /// place (a filtered copy beside them, and the document frequencies kept to the end, were
-    /// most of finalize's memory on a corpus of distinct instructions).
-    fn near_pairs(&mut self, opts: &ClusterOptions) -> (Vec<(u32, u32, f64)>, u64) {
-        let mut df: HashMap<u64, u64> = HashMap::new();
-        for s in self.shingles.iter().flatten() {
-            *df.entry(*s).or_insert(0) += 1;
-        }
-        let n = self.shingles.iter().filter(|s| !s.is_empty()).count() as f64;
+    /// boilerplate shingles ignored.
+    fn near_pairs(&mut self, opts: &ClusterOptions) -> std::io::Result<(Vec<NearLink>, u64)> {
+        let n = self.nonempty as f64;
         let floor = ((opts.boilerplate_fraction * n).ceil() as u64).max(opts.boilerplate_min_instructions).max(2);
-        let boilerplate = df.values().filter(|&&c| c >= floor).count() as u64;
-        for s in &mut self.shingles {
-            s.retain(|x| df.get(x).copied().unwrap_or(0) < floor);
-        }
-        drop(df);
-        let kept = &self.shingles;
+        let boilerplate = frequent_shingles(&mut self.spill, self.spilled, floor)?;
+        let mut sets = Sets { graph: self, boilerplate: &boilerplate, buf: Vec::new() };
         // Instructions equal once boilerplate is removed are linked to the first of them
-        // (similarity 1) without banding, so a bucket never holds many equal sets.
-        let mut first_of: HashMap<&[u64], u32> = HashMap::new();
+        // (similarity 1) without banding, so a bucket never holds many equal sets. Sets are
+        // looked up by hash and compared in full.
+        let mut first_of: HashMap<u64, Vec<u32>> = HashMap::new();
         let mut near = Vec::new();
         let mut items: Vec<(u32, minhash::Signature)> = Vec::new();
-        for (i, set) in kept.iter().enumerate() {
-            if set.is_empty() || self.generic.get(i).is_none_or(|g| *g) {
+        let (mut set, mut other) = (Vec::new(), Vec::new());
+        for i in 0..sets.graph.instructions.len() as u32 {
+            if sets.graph.generic.get(i as usize).is_none_or(|g| *g) || !sets.read(i, &mut set)? {
                 continue;
             }
-            match first_of.get(set.as_slice()) {
-                Some(&first) => near.push((first, i as u32, 1.0)),
+            let firsts = first_of.entry(minhash::hash64(&sets.buf)).or_default();
+            let mut equal = None;
+            for &f in firsts.iter() {
+                if sets.read(f, &mut other)? && other == set {
+                    equal = Some(f);
+                    break;
+                }
+            }
+            match equal {
+                Some(first) => near.push((first, i, 1.0)),
                 None => {
-                    first_of.insert(set, i as u32);
-                    items.push((i as u32, minhash::signature(set)));
+                    firsts.push(i);
+                    items.push((i, minhash::signature(&set)));
                 }
             }
         }
         let refs: Vec<(u32, &[u32])> = items.iter().map(|(i, s)| (*i, s.as_slice())).collect();
-        near.extend(minhash::candidates(&refs).into_iter().filter_map(|(a, b)| {
-            let j = minhash::jaccard(&kept[a as usize], &kept[b as usize]);
-            (j >= opts.instruction_similarity).then_some((a, b, j))
-        }));
+        let mut last = None;
+        for (a, b) in minhash::candidates(&refs) {
+            if last != Some(a) {
+                sets.read(a, &mut set)?;
+                last = Some(a);
+            }
+            sets.read(b, &mut other)?;
+            let j = minhash::jaccard(&set, &other);
+            if j >= opts.instruction_similarity {
+                near.push((a, b, j));
+            }
+        }
         near.sort_by_key(|&(a, b, _)| (a, b));
-        (near, boilerplate)
+        Ok((near, boilerplate.len() as u64))
     }
 
     /// Per node, its neighbours and the strength of each edge.
@@ -492,6 +529,58 @@ fn widest_paths(from: usize, adj: &[Vec<(usize, Strength)>]) -> HashMap<usize, S
     best
 }
 
+/// An instruction's shingles read back from the spill, boilerplate removed.
+struct Sets<'a> {
+    graph: &'a mut Graph,
+    boilerplate: &'a HashSet<u64>,
+    /// The last set read, as little-endian bytes (what its hash is taken of).
+    buf: Vec<u8>,
+}
+
+impl Sets<'_> {
+    /// Reads instruction `i`'s set into `out`; false when it is empty.
+    fn read(&mut self, i: u32, out: &mut Vec<u64>) -> std::io::Result<bool> {
+        out.clear();
+        let Some(at) = self.graph.shingles.get(i as usize).copied().flatten() else { return Ok(false) };
+        self.graph.spill.read_at(at, &mut self.buf)?;
+        spill::u64s(&self.buf, out);
+        out.retain(|x| !self.boilerplate.contains(x));
+        spill::u64_bytes(out, &mut self.buf);
+        Ok(!out.is_empty())
+    }
+}
+
+/// The shingles in at least `floor` of the spilled sets, exactly, in memory of at most
+/// `spilled / floor` counters (not one per distinct shingle): a Misra-Gries pass keeps every
+/// shingle more frequent than `spilled / (k + 1)` among its `k` candidates, and a second pass
+/// counts the candidates.
+fn frequent_shingles(spill: &mut SpillReader, spilled: u64, floor: u64) -> std::io::Result<HashSet<u64>> {
+    let k = (spilled / floor.max(1) + 1) as usize;
+    let mut counts: HashMap<u64, u64> = HashMap::with_capacity(k + 1);
+    let mut set = Vec::new();
+    spill.each(|entry| {
+        spill::u64s(entry, &mut set);
+        for x in &set {
+            if let Some(c) = counts.get_mut(x) {
+                *c += 1;
+            } else if counts.len() < k {
+                counts.insert(*x, 1);
+            } else {
+                counts.retain(|_, c| {
+                    *c -= 1;
+                    *c > 0
+                });
+            }
+        }
+    })?;
+    counts.values_mut().for_each(|c| *c = 0);
+    spill.each(|entry| {
+        spill::u64s(entry, &mut set);
+        set.iter().for_each(|x| _ = counts.get_mut(x).map(|c| *c += 1));
+    })?;
+    Ok(counts.into_iter().filter(|&(_, c)| c >= floor).map(|(x, _)| x).collect())
+}
+
 /// Lowercase hex.
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -546,7 +635,45 @@ mod tests {
         for (r, s) in rows {
             c.add(r, s.clone());
         }
-        c.cluster(opts, &SplitConfig::default())
+        c.cluster(opts, &SplitConfig::default()).expect("cluster")
+    }
+
+    #[test]
+    fn frequent_shingles_are_exactly_those_in_at_least_floor_sets() {
+        // Synthetic: the counting rule itself, against a full count, on skewed sets (a few
+        // shingles in many sets, most in one or two) and every floor from 1 to 40.
+        let mut state = 7u64;
+        let mut next = || {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            state >> 33
+        };
+        let sets: Vec<Vec<u64>> = (0..300)
+            .map(|_| {
+                let mut s: Vec<u64> = (0..next() % 40).map(|_| next() % (1 + next() % 2_000)).collect();
+                s.sort_unstable();
+                s.dedup();
+                s
+            })
+            .collect();
+        let mut df: HashMap<u64, u64> = HashMap::new();
+        sets.iter().flatten().for_each(|x| *df.entry(*x).or_default() += 1);
+        let mut spill = Spill::default();
+        let mut buf = Vec::new();
+        for s in &sets {
+            spill::u64_bytes(s, &mut buf);
+            spill.push(&[&buf]);
+        }
+        let mut reader = spill.reader().expect("reader");
+        let spilled = sets.iter().map(|s| s.len() as u64).sum();
+        for floor in 1..=40 {
+            let want: HashSet<u64> = df.iter().filter(|&(_, &c)| c >= floor).map(|(x, _)| *x).collect();
+            let got = frequent_shingles(&mut reader, spilled, floor).expect("count");
+            assert_eq!(got, want, "floor {floor}");
+            if floor == 10 {
+                // The counters are fewer than the distinct shingles: candidates were evicted.
+                assert_eq!((want.len(), df.len(), spilled / floor + 1), (81, 1480, 535));
+            }
+        }
     }
 
     #[test]

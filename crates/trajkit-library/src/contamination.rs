@@ -6,8 +6,6 @@
 //! Rules: docs/quality.md#contamination-report.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use rusqlite::Connection;
@@ -16,6 +14,7 @@ use serde_json::{json, Value};
 use trajkit_model::Trajectory;
 
 use crate::error::LibraryError;
+use crate::spill::{Spill, SpillReader};
 
 /// Words per n-gram (the GPT-3 paper's contamination analysis used 13).
 pub const NGRAM_WORDS: usize = 13;
@@ -107,74 +106,42 @@ fn winnow(grams: &[u64]) -> Vec<u64> {
 /// two passes by `report`.
 #[derive(Default)]
 pub struct Collector {
-    /// Where the spill file is made (the staging directory); the system's temporary
-    /// directory without one.
-    dir: Option<std::path::PathBuf>,
-    spill: Option<BufWriter<File>>,
-    /// The first error writing the spill, reported by `report`.
-    error: Option<std::io::Error>,
+    spill: Spill,
+    /// Reused for an entry's bytes.
+    buf: Vec<u8>,
 }
 
 impl Collector {
     /// A collector that spills into `dir`.
     pub fn in_dir(dir: &Path) -> Collector {
-        Collector { dir: Some(dir.to_path_buf()), ..Collector::default() }
+        Collector { spill: Spill::in_dir(dir), buf: Vec::new() }
     }
 
     /// Notes an interaction's fingerprints (carried by one of its records per partial; the
-    /// first noted for a digest is the one used, and all are the same).
+    /// first noted for a digest is the one used, and all are the same). Spilled as the
+    /// digest's length and bytes, then the fingerprints, little-endian.
     pub fn add(&mut self, interaction_digest: &str, fingerprints: Option<Vec<u64>>) {
         let Some(f) = fingerprints else { return };
-        if self.error.is_none() {
-            if let Err(e) = self.write(interaction_digest, &f) {
-                self.error = Some(e);
-            }
-        }
-    }
-
-    /// Appends one item to the spill: the digest's length and bytes, the count and the
-    /// fingerprints, little-endian.
-    fn write(&mut self, digest: &str, fingerprints: &[u64]) -> std::io::Result<()> {
-        if self.spill.is_none() {
-            let file = match &self.dir {
-                Some(dir) => tempfile::tempfile_in(dir)?,
-                None => tempfile::tempfile()?,
-            };
-            self.spill = Some(BufWriter::with_capacity(1 << 20, file));
-        }
-        let Some(out) = self.spill.as_mut() else { return Ok(()) };
-        out.write_all(&(digest.len() as u32).to_le_bytes())?;
-        out.write_all(digest.as_bytes())?;
-        out.write_all(&(fingerprints.len() as u32).to_le_bytes())?;
-        fingerprints.iter().try_for_each(|fp| out.write_all(&fp.to_le_bytes()))
+        crate::spill::u64_bytes(&f, &mut self.buf);
+        let len = (interaction_digest.len() as u32).to_le_bytes();
+        self.spill.push(&[&len, interaction_digest.as_bytes(), &self.buf]);
     }
 
     /// Calls `f` with the first item spilled for each digest, in the order they came.
-    fn each_first(file: &mut Option<File>, mut f: impl FnMut(&str, &[u64])) -> std::io::Result<()> {
-        let Some(file) = file.as_mut() else { return Ok(()) };
-        file.seek(SeekFrom::Start(0))?;
-        let mut r = BufReader::with_capacity(1 << 20, &*file);
-        let (mut digest, mut bytes, mut fps) = (Vec::new(), Vec::new(), Vec::new());
+    fn each_first(spill: &mut SpillReader, mut f: impl FnMut(&str, &[u64])) -> std::io::Result<()> {
+        let mut fps = Vec::new();
         let mut seen: HashSet<Vec<u8>> = HashSet::new();
-        let mut len = [0u8; 4];
-        loop {
-            match r.read_exact(&mut len) {
-                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
-                other => other?,
+        spill.each(|entry| {
+            let (len, rest) = entry.split_at(4.min(entry.len()));
+            let len = u32::from_le_bytes(len.try_into().unwrap_or_default()) as usize;
+            let (digest, rest) = rest.split_at(len.min(rest.len()));
+            if seen.contains(digest) {
+                return;
             }
-            digest.resize(u32::from_le_bytes(len) as usize, 0);
-            r.read_exact(&mut digest)?;
-            r.read_exact(&mut len)?;
-            bytes.resize(u32::from_le_bytes(len) as usize * 8, 0);
-            r.read_exact(&mut bytes)?;
-            if seen.contains(&digest) {
-                continue;
-            }
-            seen.insert(digest.clone());
-            fps.clear();
-            fps.extend(bytes.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default())));
-            f(std::str::from_utf8(&digest).unwrap_or_default(), &fps);
-        }
+            seen.insert(digest.to_vec());
+            crate::spill::u64s(rest, &mut fps);
+            f(std::str::from_utf8(digest).unwrap_or_default(), &fps);
+        })
     }
 
     /// Matches the training-eligible interactions against the protected clusters' and
@@ -183,11 +150,7 @@ impl Collector {
         let sql = |source| LibraryError::Sqlite { path: path.to_path_buf(), source };
         let spill_path = path.with_file_name("contamination fingerprints (temporary file)");
         let spill_err = |source| LibraryError::Io { path: spill_path.clone(), source };
-        if let Some(e) = self.error {
-            return Err(spill_err(e));
-        }
-        let mut spill =
-            self.spill.map(|w| w.into_inner().map_err(|e| e.into_error())).transpose().map_err(&spill_err)?;
+        let mut spill = self.spill.reader().map_err(&spill_err)?;
         let eval = pairs(conn, "SELECT DISTINCT task_cluster, interaction_digest FROM trajectories WHERE role = 'evaluation_only' AND task_cluster IS NOT NULL ORDER BY 1, 2").map_err(sql)?;
         let train =
             pairs(conn, "SELECT DISTINCT interaction_digest, '' FROM trajectories WHERE training_eligible ORDER BY 1")

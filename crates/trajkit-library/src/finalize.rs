@@ -52,7 +52,7 @@ pub fn finalize(
         shards: 0,
         reports: Vec::new(),
         progress,
-        tasks: crate::clusters::Collector::default(),
+        tasks: crate::clusters::Collector::in_dir(staging),
         near: crate::near::Collector::default(),
         contamination: crate::contamination::Collector::in_dir(staging),
     };
@@ -66,7 +66,10 @@ pub fn finalize(
     // The index writer is still inserting the last partial's rows (it is the slower side of
     // the merge): task clusters and near-duplicate groups, in memory, are computed meanwhile.
     progress.stage("task clusters");
-    let clusters = tasks.cluster(&opts.clusters, &opts.split);
+    let clusters = tasks.cluster(&opts.clusters, &opts.split).map_err(|source| LibraryError::Io {
+        path: index_path.with_file_name("task cluster shingles (temporary file)"),
+        source,
+    })?;
     let members = near.group(&clusters, opts.clusters.trajectory_similarity);
     let conn = index.finish()?;
     cancelled(progress)?;

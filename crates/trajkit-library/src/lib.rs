@@ -23,6 +23,7 @@ pub mod score;
 pub mod seek;
 pub mod shards;
 pub mod signatures;
+pub mod spill;
 pub mod split;
 pub mod stats;
 

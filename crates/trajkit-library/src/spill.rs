@@ -1,0 +1,151 @@
+//! An append-only temporary file of length-prefixed entries: what finalize would otherwise
+//! hold per distinct instruction or interaction (shingles, sketches, fingerprints) while it
+//! merges, so that its memory does not grow with a corpus of distinct rollouts.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, ErrorKind, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+/// Entries written as they come; `reader` gives them back by position or in order.
+#[derive(Default)]
+pub struct Spill {
+    /// Where the file is made (the staging directory); the system's temporary directory
+    /// without one.
+    dir: Option<PathBuf>,
+    out: Option<BufWriter<File>>,
+    /// Bytes written so far: the next entry's position.
+    len: u64,
+    /// The first write error, returned by `reader`.
+    error: Option<std::io::Error>,
+}
+
+impl Spill {
+    /// A spill whose file is made in `dir` at the first entry.
+    pub fn in_dir(dir: &Path) -> Spill {
+        Spill { dir: Some(dir.to_path_buf()), ..Spill::default() }
+    }
+
+    /// Appends one entry of `parts` (written one after the other) and returns its position.
+    /// After a write error nothing more is written; `reader` returns the error.
+    pub fn push(&mut self, parts: &[&[u8]]) -> u64 {
+        let at = self.len;
+        if self.error.is_none() {
+            if let Err(e) = self.write(parts) {
+                self.error = Some(e);
+            }
+        }
+        at
+    }
+
+    fn write(&mut self, parts: &[&[u8]]) -> std::io::Result<()> {
+        let out = match &mut self.out {
+            Some(out) => out,
+            None => {
+                let file = match &self.dir {
+                    Some(dir) => tempfile::tempfile_in(dir)?,
+                    None => tempfile::tempfile()?,
+                };
+                self.out.insert(BufWriter::with_capacity(1 << 20, file))
+            }
+        };
+        let n: usize = parts.iter().map(|p| p.len()).sum();
+        let n = u32::try_from(n).map_err(|_| std::io::Error::new(ErrorKind::InvalidInput, "spill entry over 4 GiB"))?;
+        out.write_all(&n.to_le_bytes())?;
+        parts.iter().try_for_each(|p| out.write_all(p))?;
+        self.len += 4 + u64::from(n);
+        Ok(())
+    }
+
+    /// The file, flushed, for reading back (or the first write error).
+    pub fn reader(self) -> std::io::Result<SpillReader> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let file = self.out.map(|w| w.into_inner().map_err(|e| e.into_error())).transpose()?;
+        Ok(SpillReader { file })
+    }
+}
+
+/// A spill's entries, read back.
+pub struct SpillReader {
+    file: Option<File>,
+}
+
+impl SpillReader {
+    /// The entry at `at` (a position `push` returned), into `buf`.
+    pub fn read_at(&mut self, at: u64, buf: &mut Vec<u8>) -> std::io::Result<()> {
+        let Some(file) = self.file.as_mut() else { return Err(ErrorKind::UnexpectedEof.into()) };
+        file.seek(SeekFrom::Start(at))?;
+        read_entry(file, buf)
+    }
+
+    /// Calls `f` with every entry, in the order written.
+    pub fn each(&mut self, mut f: impl FnMut(&[u8])) -> std::io::Result<()> {
+        let Some(file) = self.file.as_mut() else { return Ok(()) };
+        file.seek(SeekFrom::Start(0))?;
+        let mut r = BufReader::with_capacity(1 << 20, &*file);
+        let mut buf = Vec::new();
+        loop {
+            match read_entry(&mut r, &mut buf) {
+                Err(e) if e.kind() == ErrorKind::UnexpectedEof && buf.is_empty() => return Ok(()),
+                other => other?,
+            }
+            f(&buf);
+        }
+    }
+}
+
+/// Reads one length-prefixed entry into `buf` (left empty at the end of the file).
+fn read_entry(r: &mut impl Read, buf: &mut Vec<u8>) -> std::io::Result<()> {
+    buf.clear();
+    let mut len = [0u8; 4];
+    r.read_exact(&mut len)?;
+    buf.resize(u32::from_le_bytes(len) as usize, 0);
+    r.read_exact(buf)
+}
+
+/// Little-endian bytes of `values`, into `buf`.
+pub fn u64_bytes(values: &[u64], buf: &mut Vec<u8>) {
+    buf.clear();
+    buf.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+}
+
+/// The `u64`s of little-endian `bytes`, into `out`.
+pub fn u64s(bytes: &[u8], out: &mut Vec<u64>) {
+    out.clear();
+    out.extend(bytes.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default())));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_come_back_by_position_and_in_order() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut s = Spill::in_dir(dir.path());
+        let a = s.push(&[b"ab", b"c"]);
+        let b = s.push(&[]);
+        let c = s.push(&[b"xyz"]);
+        let mut r = s.reader().expect("reader");
+        let mut buf = Vec::new();
+        r.read_at(c, &mut buf).expect("c");
+        assert_eq!(buf, b"xyz");
+        r.read_at(a, &mut buf).expect("a");
+        assert_eq!(buf, b"abc");
+        r.read_at(b, &mut buf).expect("b");
+        assert!(buf.is_empty());
+        let mut all = Vec::new();
+        r.each(|e| all.push(e.to_vec())).expect("each");
+        assert_eq!(all, [b"abc".to_vec(), Vec::new(), b"xyz".to_vec()]);
+    }
+
+    #[test]
+    fn an_empty_spill_has_no_entries() {
+        let mut r = Spill::default().reader().expect("reader");
+        let mut n = 0;
+        r.each(|_| n += 1).expect("each");
+        assert_eq!(n, 0);
+        assert!(r.read_at(0, &mut Vec::new()).is_err());
+    }
+}
