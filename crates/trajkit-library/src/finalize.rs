@@ -53,7 +53,7 @@ pub fn finalize(
         reports: Vec::new(),
         progress,
         tasks: crate::clusters::Collector::in_dir(staging),
-        near: crate::near::Collector::default(),
+        near: crate::near::Collector::in_dir(staging),
         contamination: crate::contamination::Collector::in_dir(staging),
     };
     for p in &partials {
@@ -70,7 +70,10 @@ pub fn finalize(
         path: index_path.with_file_name("task cluster shingles (temporary file)"),
         source,
     })?;
-    let members = near.group(&clusters, opts.clusters.trajectory_similarity);
+    let members = near.group(&clusters, opts.clusters.trajectory_similarity).map_err(|source| LibraryError::Io {
+        path: index_path.with_file_name("near-duplicate sketches (temporary file)"),
+        source,
+    })?;
     let conn = index.finish()?;
     cancelled(progress)?;
     crate::clusters::write_index(&conn, &index_path, &clusters)?;

@@ -2,9 +2,11 @@
 //! action/observation content is nearly the same (one-permutation MinHash over 5-word
 //! shingles, LSH banding, estimated similarity at least `--trajectory-similarity`).
 //! Beside the exact duplicate groups; sketched once per distinct interaction in the
-//! partial (map) phase, grouped in finalize. Rules: docs/library.md#near-duplicate-groups.
+//! partial (map) phase, grouped in finalize (the sketches wait in a spill file, not in
+//! memory). Rules: docs/library.md#near-duplicate-groups.
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
 
 use serde_json::Value;
 use trajkit_model::Trajectory;
@@ -12,6 +14,7 @@ use trajkit_model::Trajectory;
 use crate::clusters::Clusters;
 use crate::minhash::{self, Signature};
 use crate::row::Row;
+use crate::spill::{self, Spill};
 
 /// The content sketch of a run: the text of its own steps' content, tool calls (name and
 /// argument values) and tool results, in order; copied context left out.
@@ -34,45 +37,66 @@ pub fn group_id(interaction_digest: &str) -> String {
     format!("near-{}", interaction_digest.get(..16).unwrap_or(interaction_digest))
 }
 
-/// Per distinct interaction: its task (split key, instruction digest) and sketch.
+/// Per distinct interaction: its task (split key, instruction digest) and where its sketch
+/// lies in the spill (held in memory, the sketches grew finalize by 0.5 KiB per distinct
+/// interaction).
 #[derive(Default)]
 pub struct Collector {
-    items: HashMap<String, (String, String, Option<Signature>)>,
+    items: HashMap<String, (String, String, Option<u64>)>,
+    spill: Spill,
+    /// Reused for a sketch's bytes.
+    buf: Vec<u8>,
 }
 
 impl Collector {
+    /// A collector that spills the sketches into `dir`.
+    pub fn in_dir(dir: &Path) -> Collector {
+        Collector { spill: Spill::in_dir(dir), ..Collector::default() }
+    }
+
     /// Notes a trajectory's interaction (the first row of each names its task).
     pub fn add(&mut self, row: &Row, sketch: Option<Signature>) {
         let e = self
             .items
             .entry(row.interaction_digest.clone())
             .or_insert_with(|| (row.split_key.clone(), row.instruction_digest.clone().unwrap_or_default(), None));
-        if e.2.is_none() {
-            e.2 = sketch;
+        if let (None, Some(sketch)) = (e.2, sketch) {
+            spill::u32_bytes(&sketch, &mut self.buf);
+            e.2 = Some(self.spill.push(&[&self.buf]));
         }
     }
 
     /// Groups near-duplicate interactions within each task cluster: the members of groups
-    /// of at least two interactions, by digest, with their group and best similarity.
-    pub fn group(self, clusters: &Clusters, threshold: f64) -> Vec<Member> {
+    /// of at least two interactions, by digest, with their group and best similarity. Fails
+    /// only reading the spill.
+    pub fn group(self, clusters: &Clusters, threshold: f64) -> std::io::Result<Vec<Member>> {
         let cluster_of: HashMap<(&str, &str), &str> = clusters
             .links
             .iter()
             .map(|l| ((l.split_key.as_str(), l.instruction_digest.as_str()), l.cluster.as_str()))
             .collect();
-        let mut by_cluster: BTreeMap<&str, Vec<(&str, &Signature)>> = BTreeMap::new();
-        for (digest, (key, instruction, sig)) in &self.items {
-            if let (Some(c), Some(sig)) = (cluster_of.get(&(key.as_str(), instruction.as_str())), sig) {
-                by_cluster.entry(c).or_default().push((digest.as_str(), sig));
+        let mut by_cluster: BTreeMap<&str, Vec<(&str, u64)>> = BTreeMap::new();
+        for (digest, (key, instruction, at)) in &self.items {
+            if let (Some(c), Some(at)) = (cluster_of.get(&(key.as_str(), instruction.as_str())), at) {
+                by_cluster.entry(c).or_default().push((digest.as_str(), *at));
             }
         }
+        let mut spill = self.spill.reader()?;
+        let mut buf = Vec::new();
         let mut out = Vec::new();
         for members in by_cluster.values_mut().filter(|m| m.len() > 1) {
             members.sort_by(|a, b| a.0.cmp(b.0));
-            out.extend(group_cluster(members, threshold));
+            let mut sketches = Vec::with_capacity(members.len());
+            for &(digest, at) in members.iter() {
+                spill.read_at(at, &mut buf)?;
+                let mut sketch = Vec::new();
+                spill::u32s(&buf, &mut sketch);
+                sketches.push((digest, sketch));
+            }
+            out.extend(group_cluster(&sketches, threshold));
         }
         out.sort_by(|a, b| a.interaction_digest.cmp(&b.interaction_digest));
-        out
+        Ok(out)
     }
 }
 
@@ -86,7 +110,7 @@ pub struct Member {
 }
 
 /// The groups of one cluster's interactions (sorted by digest).
-fn group_cluster(members: &[(&str, &Signature)], threshold: f64) -> Vec<Member> {
+fn group_cluster(members: &[(&str, Signature)], threshold: f64) -> Vec<Member> {
     let refs: Vec<(u32, &[u32])> = members.iter().enumerate().map(|(i, (_, s))| (i as u32, s.as_slice())).collect();
     let mut parent: Vec<usize> = (0..members.len()).collect();
     let mut best = vec![0.0f64; members.len()];
@@ -99,7 +123,7 @@ fn group_cluster(members: &[(&str, &Signature)], threshold: f64) -> Vec<Member> 
     }
     for (a, b) in minhash::candidates(&refs) {
         let (a, b) = (a as usize, b as usize);
-        let s = minhash::estimate(members[a].1, members[b].1);
+        let s = minhash::estimate(&members[a].1, &members[b].1);
         if s >= threshold {
             best[a] = best[a].max(s);
             best[b] = best[b].max(s);

@@ -116,6 +116,18 @@ pub fn u64s(bytes: &[u8], out: &mut Vec<u64>) {
     out.extend(bytes.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default())));
 }
 
+/// Little-endian bytes of `values`, into `buf`.
+pub fn u32_bytes(values: &[u32], buf: &mut Vec<u8>) {
+    buf.clear();
+    buf.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+}
+
+/// The `u32`s of little-endian `bytes`, into `out`.
+pub fn u32s(bytes: &[u8], out: &mut Vec<u32>) {
+    out.clear();
+    out.extend(bytes.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().unwrap_or_default())));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
