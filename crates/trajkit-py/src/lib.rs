@@ -95,11 +95,7 @@ fn build(py: Python<'_>, flags: Vec<String>) -> PyResult<String> {
     let (req, threads) = (args.request(), args.read.threads);
     let result = wait::run(py, move |cancel| -> Result<_, errors::Failed> {
         let pool = wait::pool(threads)?;
-        let built = pool.install(|| trajkit_ops::build(&req, &wait::Cancel(cancel)));
-        // The build's finalize handed freed memory back (`Progress::reading_done`); this
-        // process may read again, so freed memory is kept for reuse from here on.
-        trajkit::alloc::tune_allocator();
-        Ok(built?)
+        Ok(pool.install(|| trajkit_ops::build(&req, &wait::Cancel(cancel)))?)
     })?;
     let summary = result.map_err(|e| errors::failed(py, &e))?;
     Ok(build_summary(py, &output, &summary)?.to_string())
@@ -183,7 +179,6 @@ fn trajectories(library: PathBuf, filter: Option<String>) -> records::Records {
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    trajkit::alloc::tune_allocator();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_MAX_RECORD_MIB", trajkit_ops::DEFAULT_MAX_RECORD_MIB)?;
     m.add_class::<Stream>()?;

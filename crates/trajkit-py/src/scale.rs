@@ -124,10 +124,8 @@ pub fn build_partial(py: Python<'_>, options: String, group: String, staging: Pa
             wait::pool(None).map_err(|e| LibraryError::Invalid { path: staging.clone(), message: e.to_string() })?;
         pool.install(|| {
             let summary = trajkit_library::build_partial(&opts, &group, &staging, &wait::Cancel(cancel));
-            // A Ray worker process is reused for the next task: it keeps no reading memory,
-            // and keeps what its next read frees for reuse again.
+            // A Ray worker process is reused for the next task: it keeps no reading memory.
             trajkit::alloc::release_freed_memory();
-            trajkit::alloc::tune_allocator();
             summary
         })
     })?

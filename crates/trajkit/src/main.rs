@@ -8,7 +8,6 @@ use std::process::ExitCode;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    trajkit::alloc::tune_allocator();
     trajkit::pipe::install_panic_hook();
     ExitCode::from(trajkit::cli::run(std::env::args_os()))
 }
