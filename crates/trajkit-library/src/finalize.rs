@@ -63,6 +63,8 @@ pub fn finalize(
     let tasks = std::mem::take(&mut merge.tasks);
     let near = std::mem::take(&mut merge.near);
     let fingerprints = std::mem::take(&mut merge.contamination);
+    // The record ids taken (one per trajectory) are not needed past the merge.
+    drop(merge);
     // The index writer is still inserting the last partial's rows (it is the slower side of
     // the merge): task clusters and near-duplicate groups, in memory, are computed meanwhile.
     progress.stage("task clusters");
@@ -77,6 +79,9 @@ pub fn finalize(
     let conn = index.finish()?;
     cancelled(progress)?;
     crate::clusters::write_index(&conn, &index_path, &clusters)?;
+    // The clusters are in the index now; held on, their links (a few hundred bytes per
+    // distinct task) stayed in memory through every later stage.
+    drop(clusters);
     cancelled(progress)?;
     let dir = staging.join("partials");
     if dir.exists() {
