@@ -334,7 +334,9 @@ impl Graph {
         // looked up by hash and compared in full.
         let mut first_of: HashMap<u64, Vec<u32>> = HashMap::new();
         let mut near = Vec::new();
-        let mut items: Vec<(u32, minhash::Signature)> = Vec::new();
+        // Only the band keys are kept (half a signature): 512 bytes per distinct instruction
+        // were the task-cluster stage's largest holding at 8 GB of distinct rollouts.
+        let mut items: Vec<(u32, minhash::BandKeys)> = Vec::new();
         let (mut set, mut other) = (Vec::new(), Vec::new());
         for i in 0..sets.graph.instructions.len() as u32 {
             if sets.graph.generic.get(i as usize).is_none_or(|g| *g) || !sets.read(i, &mut set)? {
@@ -352,13 +354,12 @@ impl Graph {
                 Some(first) => near.push((first, i, 1.0)),
                 None => {
                     firsts.push(i);
-                    items.push((i, minhash::signature(&set)));
+                    items.push((i, minhash::band_keys(&minhash::signature(&set))));
                 }
             }
         }
-        let refs: Vec<(u32, &[u32])> = items.iter().map(|(i, s)| (*i, s.as_slice())).collect();
         let mut last = None;
-        for (a, b) in minhash::candidates(&refs) {
+        for (a, b) in minhash::banded_candidates(&items) {
             if last != Some(a) {
                 sets.read(a, &mut set)?;
                 last = Some(a);
