@@ -144,7 +144,7 @@ impl Collector {
                     self.shingles.push(None);
                 }
                 if let (Some(slot @ None), Some(s)) = (self.shingles.get_mut(id as usize), shingles) {
-                    spill::u64_bytes(&s, &mut self.buf);
+                    spill::to_bytes(&s, u64::to_le_bytes, &mut self.buf);
                     *slot = Some(self.spill.push(&[&self.buf]));
                     self.spilled += s.len() as u64;
                     self.nonempty += u64::from(!s.is_empty());
@@ -544,9 +544,9 @@ impl Sets<'_> {
         out.clear();
         let Some(at) = self.graph.shingles.get(i as usize).copied().flatten() else { return Ok(false) };
         self.graph.spill.read_at(at, &mut self.buf)?;
-        spill::u64s(&self.buf, out);
+        spill::from_bytes(&self.buf, u64::from_le_bytes, out);
         out.retain(|x| !self.boilerplate.contains(x));
-        spill::u64_bytes(out, &mut self.buf);
+        spill::to_bytes(out, u64::to_le_bytes, &mut self.buf);
         Ok(!out.is_empty())
     }
 }
@@ -560,7 +560,7 @@ fn frequent_shingles(spill: &mut SpillReader, spilled: u64, floor: u64) -> std::
     let mut counts: HashMap<u64, u64> = HashMap::with_capacity(k + 1);
     let mut set = Vec::new();
     spill.each(|entry| {
-        spill::u64s(entry, &mut set);
+        spill::from_bytes(entry, u64::from_le_bytes, &mut set);
         for x in &set {
             if let Some(c) = counts.get_mut(x) {
                 *c += 1;
@@ -576,7 +576,7 @@ fn frequent_shingles(spill: &mut SpillReader, spilled: u64, floor: u64) -> std::
     })?;
     counts.values_mut().for_each(|c| *c = 0);
     spill.each(|entry| {
-        spill::u64s(entry, &mut set);
+        spill::from_bytes(entry, u64::from_le_bytes, &mut set);
         set.iter().for_each(|x| _ = counts.get_mut(x).map(|c| *c += 1));
     })?;
     Ok(counts.into_iter().filter(|&(_, c)| c >= floor).map(|(x, _)| x).collect())
@@ -661,7 +661,7 @@ mod tests {
         let mut spill = Spill::default();
         let mut buf = Vec::new();
         for s in &sets {
-            spill::u64_bytes(s, &mut buf);
+            spill::to_bytes(s, u64::to_le_bytes, &mut buf);
             spill.push(&[&buf]);
         }
         let mut reader = spill.reader().expect("reader");

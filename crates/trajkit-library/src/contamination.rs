@@ -122,7 +122,7 @@ impl Collector {
     /// digest's length and bytes, then the fingerprints, little-endian.
     pub fn add(&mut self, interaction_digest: &str, fingerprints: Option<Vec<u64>>) {
         let Some(f) = fingerprints else { return };
-        crate::spill::u64_bytes(&f, &mut self.buf);
+        crate::spill::to_bytes(&f, u64::to_le_bytes, &mut self.buf);
         let len = (interaction_digest.len() as u32).to_le_bytes();
         self.spill.push(&[&len, interaction_digest.as_bytes(), &self.buf]);
     }
@@ -139,7 +139,7 @@ impl Collector {
                 return;
             }
             seen.insert(digest.to_vec());
-            crate::spill::u64s(rest, &mut fps);
+            crate::spill::from_bytes(rest, u64::from_le_bytes, &mut fps);
             f(std::str::from_utf8(digest).unwrap_or_default(), &fps);
         })
     }

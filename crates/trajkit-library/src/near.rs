@@ -61,7 +61,7 @@ impl Collector {
             .entry(row.interaction_digest.clone())
             .or_insert_with(|| (row.split_key.clone(), row.instruction_digest.clone().unwrap_or_default(), None));
         if let (None, Some(sketch)) = (e.2, sketch) {
-            spill::u32_bytes(&sketch, &mut self.buf);
+            spill::to_bytes(&sketch, u32::to_le_bytes, &mut self.buf);
             e.2 = Some(self.spill.push(&[&self.buf]));
         }
     }
@@ -90,7 +90,7 @@ impl Collector {
             for &(digest, at) in members.iter() {
                 spill.read_at(at, &mut buf)?;
                 let mut sketch = Vec::new();
-                spill::u32s(&buf, &mut sketch);
+                spill::from_bytes(&buf, u32::from_le_bytes, &mut sketch);
                 sketches.push((digest, sketch));
             }
             out.extend(group_cluster(&sketches, threshold));

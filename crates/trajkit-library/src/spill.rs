@@ -104,28 +104,16 @@ fn read_entry(r: &mut impl Read, buf: &mut Vec<u8>) -> std::io::Result<()> {
     r.read_exact(buf)
 }
 
-/// Little-endian bytes of `values`, into `buf`.
-pub fn u64_bytes(values: &[u64], buf: &mut Vec<u8>) {
+/// The bytes of `values`, each turned by `to` (`u64::to_le_bytes`), into `buf`.
+pub fn to_bytes<T: Copy, const N: usize>(values: &[T], to: impl Fn(T) -> [u8; N], buf: &mut Vec<u8>) {
     buf.clear();
-    buf.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+    buf.extend(values.iter().flat_map(|v| to(*v)));
 }
 
-/// The `u64`s of little-endian `bytes`, into `out`.
-pub fn u64s(bytes: &[u8], out: &mut Vec<u64>) {
+/// The values of `bytes`, each `N` turned by `from` (`u64::from_le_bytes`), into `out`.
+pub fn from_bytes<T, const N: usize>(bytes: &[u8], from: impl Fn([u8; N]) -> T, out: &mut Vec<T>) {
     out.clear();
-    out.extend(bytes.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default())));
-}
-
-/// Little-endian bytes of `values`, into `buf`.
-pub fn u32_bytes(values: &[u32], buf: &mut Vec<u8>) {
-    buf.clear();
-    buf.extend(values.iter().flat_map(|v| v.to_le_bytes()));
-}
-
-/// The `u32`s of little-endian `bytes`, into `out`.
-pub fn u32s(bytes: &[u8], out: &mut Vec<u32>) {
-    out.clear();
-    out.extend(bytes.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().unwrap_or_default())));
+    out.extend(bytes.chunks_exact(N).map(|b| from(b.try_into().unwrap_or([0; N]))));
 }
 
 #[cfg(test)]
