@@ -141,6 +141,18 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_write_is_returned_by_reader() {
+        // Synthetic: a spill whose directory is gone cannot make its file; the build reports
+        // that when it reads the spill back, naming it.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let gone = dir.path().join("gone");
+        let mut s = Spill::in_dir(&gone);
+        assert_eq!(s.push(&[b"abc"]), 0);
+        assert_eq!(s.push(&[b"d"]), 0, "nothing was written");
+        assert_eq!(s.reader().err().map(|e| e.kind()), Some(ErrorKind::NotFound));
+    }
+
+    #[test]
     fn an_empty_spill_has_no_entries() {
         let mut r = Spill::default().reader().expect("reader");
         let mut n = 0;
