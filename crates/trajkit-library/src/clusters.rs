@@ -230,10 +230,10 @@ impl Collector {
         for &(a, b, _) in &near {
             uf.union(g.inode(a), g.inode(b));
         }
-        let mut members: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-        for n in 0..g.nodes() {
-            members.entry(uf.find(n)).or_default().push(n);
-        }
+        // Nodes by component (root, then node): one vector, not a `Vec` per component.
+        let mut members: Vec<(usize, usize)> = (0..g.nodes()).map(|n| (uf.find(n), n)).collect();
+        members.sort_unstable();
+        drop(uf);
         let adjacency = g.adjacency(&near);
         let mut out = Clusters {
             boilerplate_shingles: boilerplate,
@@ -248,8 +248,11 @@ impl Collector {
                 .collect(),
             ..Clusters::default()
         };
-        for nodes in members.values() {
-            g.emit(nodes, &adjacency, split, &mut out);
+        let nodes: Vec<usize> = members.iter().map(|&(_, n)| n).collect();
+        let mut start = 0;
+        for run in members.chunk_by(|a, b| a.0 == b.0) {
+            g.emit(&nodes[start..start + run.len()], &adjacency, split, &mut out);
+            start += run.len();
         }
         out.clusters.sort_by(|a, b| a.id.cmp(&b.id));
         out.links.sort_by(|a, b| (&a.split_key, &a.instruction_digest).cmp(&(&b.split_key, &b.instruction_digest)));
@@ -375,22 +378,33 @@ impl Graph {
     }
 
     /// Per node, its neighbours and the strength of each edge.
-    fn adjacency(&self, near: &[(u32, u32, f64)]) -> Vec<Vec<(usize, Strength)>> {
-        let mut adj = vec![Vec::new(); self.nodes()];
-        for (k, i) in self.linking_pairs() {
-            adj[k as usize].push((self.inode(i), Strength(None)));
-            adj[self.inode(i)].push((k as usize, Strength(None)));
+    fn adjacency(&self, near: &[NearLink]) -> Adjacency {
+        let edges = || {
+            let exact = self.linking_pairs().map(|(k, i)| (k as usize, self.inode(i), Strength(None)));
+            exact.chain(near.iter().map(|&(a, b, s)| (self.inode(a), self.inode(b), Strength(Some(s)))))
+        };
+        let mut start = vec![0usize; self.nodes() + 1];
+        for (a, b, _) in edges() {
+            start[a + 1] += 1;
+            start[b + 1] += 1;
         }
-        for &(a, b, s) in near {
-            adj[self.inode(a)].push((self.inode(b), Strength(Some(s))));
-            adj[self.inode(b)].push((self.inode(a), Strength(Some(s))));
+        for n in 1..start.len() {
+            start[n] += start[n - 1];
         }
-        adj
+        let mut fill = start.clone();
+        let mut to = vec![(0usize, Strength(None)); start.last().copied().unwrap_or(0)];
+        for (a, b, s) in edges() {
+            to[fill[a]] = (b, s);
+            fill[a] += 1;
+            to[fill[b]] = (a, s);
+            fill[b] += 1;
+        }
+        Adjacency { start, to }
     }
 
     /// Writes one component's cluster and links: the anchor, the split, and per pair the
     /// strongest chain of links from the anchor (widest path).
-    fn emit(&self, nodes: &[usize], adj: &[Vec<(usize, Strength)>], split: &SplitConfig, out: &mut Clusters) {
+    fn emit(&self, nodes: &[usize], adj: &Adjacency, split: &SplitConfig, out: &mut Clusters) {
         let key_nodes: Vec<usize> = nodes.iter().copied().filter(|&n| n < self.keys.len()).collect();
         // The cluster is protected when one of its keys has an evaluation trajectory: looked
         // up per key (a scan of every pair per cluster made this stage quadratic).
@@ -496,7 +510,7 @@ fn renumber(map: HashMap<String, u32>) -> (Vec<String>, Vec<u32>) {
 }
 
 /// Per reached node, the strongest weakest link on a path from `from` (max-min Dijkstra).
-fn widest_paths(from: usize, adj: &[Vec<(usize, Strength)>]) -> HashMap<usize, Strength> {
+fn widest_paths(from: usize, adj: &Adjacency) -> HashMap<usize, Strength> {
     #[derive(PartialEq)]
     struct Item(f64, usize);
     impl Eq for Item {}
@@ -519,7 +533,7 @@ fn widest_paths(from: usize, adj: &[Vec<(usize, Strength)>]) -> HashMap<usize, S
             continue;
         }
         let here = best.get(&n).copied().unwrap_or(Strength(None));
-        for &(m, edge) in adj.get(n).map(Vec::as_slice).unwrap_or(&[]) {
+        for &(m, edge) in adj.of(n) {
             let via = here.min(edge);
             if best.get(&m).is_none_or(|s| s.rank() < via.rank()) {
                 best.insert(m, via);
@@ -585,6 +599,23 @@ fn frequent_shingles(spill: &mut SpillReader, spilled: u64, floor: u64) -> std::
 /// Lowercase hex.
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The graph's edges by node, in one vector (a `Vec` per node cost more than its edges):
+/// node `n`'s neighbours and edge strengths are `to[start[n]..start[n + 1]]`, in the order
+/// they were added.
+struct Adjacency {
+    start: Vec<usize>,
+    to: Vec<(usize, Strength)>,
+}
+
+impl Adjacency {
+    fn of(&self, n: usize) -> &[(usize, Strength)] {
+        match (self.start.get(n), self.start.get(n + 1)) {
+            (Some(&a), Some(&b)) => self.to.get(a..b).unwrap_or(&[]),
+            _ => &[],
+        }
+    }
 }
 
 /// Union-find with path halving; the smaller root wins, so roots do not depend on order.
