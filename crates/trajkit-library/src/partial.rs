@@ -138,8 +138,8 @@ fn write_partial(
         strict: opts.strict,
         strict_failure: None,
         progress,
-        instructions: HashSet::new(),
-        sketches: HashSet::new(),
+        instructions: Digests::default(),
+        sketches: Digests::default(),
     };
     let mut files = 0u64;
     let mut start = 0;
@@ -197,9 +197,9 @@ struct PartialSink<'a> {
     strict_failure: Option<String>,
     progress: &'a dyn Progress,
     /// Instruction digests whose shingles this partial has written.
-    instructions: HashSet<String>,
+    instructions: Digests,
     /// Interaction digests whose content sketch this partial has written.
-    sketches: HashSet<String>,
+    sketches: Digests,
 }
 
 /// Counts of ids seen so far, by hash (the `~N` suffixes).
@@ -244,7 +244,7 @@ impl PartialSink<'_> {
         content: Option<Signatures>,
         canonical: &[u8],
     ) -> Result<Signatures, LibraryError> {
-        if !self.sketches.insert(row.interaction_digest.clone()) {
+        if !self.sketches.insert(&row.interaction_digest) {
             return Ok(Signatures::default());
         }
         if let Some(c) = content {
@@ -260,13 +260,10 @@ impl PartialSink<'_> {
         let Analysis { mut row, steps, calls, shingles, content } = analysis;
         let Signatures { sketch: content, fingerprints: ngrams } = self.content_once(&row, content, canonical)?;
         let shingles = match &row.instruction_digest {
-            Some(d) if !self.instructions.contains(d) => {
-                self.instructions.insert(d.clone());
-                Some(match shingles {
-                    Some(s) => s,
-                    None => shingles_of_record(canonical, &row.path)?,
-                })
-            }
+            Some(d) if self.instructions.insert(d) => Some(match shingles {
+                Some(s) => s,
+                None => shingles_of_record(canonical, &row.path)?,
+            }),
             _ => None,
         };
         let id = unique_id(&mut self.ids, &row.id);
@@ -335,8 +332,8 @@ fn analyzer(source: &ResolvedSource, split: &SplitConfig, signed: Signing) -> tr
         // keys them by digest.
         let (instruction, interaction) = match signed.lock() {
             Ok(mut s) => (
-                row.instruction_digest.as_deref().is_some_and(|d| claim(&mut s.instructions, d)),
-                claim(&mut s.interactions, &row.interaction_digest) || sign_every(),
+                row.instruction_digest.as_deref().is_some_and(|d| s.instructions.insert(d)),
+                s.interactions.insert(&row.interaction_digest) || sign_every(),
             ),
             Err(_) => (true, true),
         };
@@ -350,17 +347,51 @@ fn analyzer(source: &ResolvedSource, split: &SplitConfig, signed: Signing) -> tr
 #[derive(Default)]
 struct Signed {
     /// Instruction digests whose shingles were made.
-    instructions: HashSet<String>,
+    instructions: Digests,
     /// Interaction digests whose content was sketched.
-    interactions: HashSet<String>,
+    interactions: Digests,
 }
 
 /// `Signed`, shared by the analyzer threads.
 type Signing = Arc<std::sync::Mutex<Signed>>;
 
-/// True for the first claim of `digest` in `set`.
-fn claim(set: &mut HashSet<String>, digest: &str) -> bool {
-    !set.contains(digest) && set.insert(digest.to_string())
+/// A set of digests. A lowercase hex one (SHA-256, XXH3), the usual case, is held as its
+/// digit count and packed digits, 33 bytes in the table, instead of a `String` and its
+/// 64-byte text: a local build is one partial, so these sets span the whole read and held
+/// as strings they grew it by about 200 bytes per distinct interaction. Other text is kept
+/// as it is.
+#[derive(Default)]
+struct Digests {
+    packed: HashSet<(u8, [u8; 32])>,
+    other: HashSet<Box<str>>,
+}
+
+impl Digests {
+    /// Adds `digest`; true when it was not there yet.
+    fn insert(&mut self, digest: &str) -> bool {
+        match pack(digest) {
+            Some(p) => self.packed.insert(p),
+            None => !self.other.contains(digest) && self.other.insert(digest.into()),
+        }
+    }
+}
+
+/// Up to 64 lowercase hex digits as (digit count, digits two to a byte); None for other text.
+fn pack(digest: &str) -> Option<(u8, [u8; 32])> {
+    let b = digest.as_bytes();
+    if b.len() > 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, &c) in b.iter().enumerate() {
+        let v = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            _ => return None,
+        };
+        out[i / 2] |= v << (4 * (1 - i % 2));
+    }
+    Some((b.len() as u8, out))
 }
 
 /// The shingles of an instruction (none with the bench switch `signatures_off`).
@@ -468,6 +499,23 @@ impl Sink for PartialSink<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn digests_are_told_apart_exactly() {
+        // Synthetic: packing must not merge two different texts (a shorter digit string, a
+        // trailing zero, capitals, more than 64 digits) or miss a repeat.
+        let sha = "7d865e959b2466918c9863afca942d0fb89d7c9ac0c99bafc3749504ded97730";
+        let texts =
+            ["", "0", "00", "ab", "ab0", "AB", "aB", "0123456789abcdef", sha, &format!("{sha}0"), "not hex", "é"];
+        let mut d = Digests::default();
+        for t in texts {
+            assert!(d.insert(t), "first {t:?}");
+        }
+        for t in texts {
+            assert!(!d.insert(t), "repeat {t:?}");
+        }
+        assert_eq!((d.packed.len(), d.other.len()), (7, 5));
+    }
     use std::io::Read;
 
     /// The sink's fallback reads a canonical record's instruction as the analyzer does:
