@@ -335,7 +335,8 @@ impl Graph {
         // Instructions equal once boilerplate is removed are linked to the first of them
         // (similarity 1) without banding, so a bucket never holds many equal sets. Sets are
         // looked up by hash and compared in full.
-        let mut first_of: HashMap<u64, Vec<u32>> = HashMap::new();
+        // Keyed by an XXH3 hash already: SipHash over it cost more than the rest of the lookup.
+        let mut first_of: rustc_hash::FxHashMap<u64, Vec<u32>> = Default::default();
         let mut near = Vec::new();
         // Only the band keys are kept (half a signature): 512 bytes per distinct instruction
         // were the task-cluster stage's largest holding at 8 GB of distinct rollouts.
