@@ -45,13 +45,13 @@ pub enum Entry {
         calls: Vec<CallRow>,
         /// The instruction's shingle hashes (`clusters`), on the partial's first record
         /// with that instruction only.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[serde(default, skip_serializing_if = "Option::is_none", with = "packed")]
         shingles: Option<Vec<u64>>,
         /// The content sketch (`near`), on one record of each distinct interaction only.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[serde(default, skip_serializing_if = "Option::is_none", with = "packed")]
         content: Option<Vec<u32>>,
         /// The winnowed 13-gram fingerprints (`contamination`), with the content sketch.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[serde(default, skip_serializing_if = "Option::is_none", with = "packed")]
         ngrams: Option<Vec<u64>>,
     },
     Rejection(RejectionRow),
@@ -61,6 +61,85 @@ pub enum Entry {
         source: usize,
         report: FileReport,
     },
+}
+
+/// The integer arrays of an entry (shingles, sketch, fingerprints) as base64 (standard
+/// alphabet, no padding) of their little-endian bytes: a third of the text of a decimal
+/// array, and finalize, which reads every entry on one thread, decodes it without parsing a
+/// number per element.
+mod packed {
+    use base64::engine::general_purpose::STANDARD_NO_PAD;
+    use base64::Engine;
+    use serde::de::{Deserializer, Error, Visitor};
+    use serde::Serializer;
+
+    /// An integer read and written as its little-endian bytes.
+    pub trait Word: Copy {
+        const SIZE: usize;
+        fn put(self, out: &mut Vec<u8>);
+        fn get(bytes: &[u8]) -> Self;
+    }
+
+    macro_rules! word {
+        ($t:ty) => {
+            impl Word for $t {
+                const SIZE: usize = std::mem::size_of::<$t>();
+                fn put(self, out: &mut Vec<u8>) {
+                    out.extend_from_slice(&self.to_le_bytes());
+                }
+                fn get(bytes: &[u8]) -> Self {
+                    <$t>::from_le_bytes(bytes.try_into().unwrap_or_default())
+                }
+            }
+        };
+    }
+    word!(u32);
+    word!(u64);
+
+    pub fn serialize<S: Serializer, W: Word>(values: &Option<Vec<W>>, s: S) -> Result<S::Ok, S::Error> {
+        let Some(values) = values else { return s.serialize_none() };
+        let mut bytes = Vec::with_capacity(values.len() * W::SIZE);
+        values.iter().for_each(|v| v.put(&mut bytes));
+        s.serialize_str(&STANDARD_NO_PAD.encode(bytes))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>, W: Word>(d: D) -> Result<Option<Vec<W>>, D::Error> {
+        d.deserialize_option(Packed(std::marker::PhantomData))
+    }
+
+    struct Packed<W>(std::marker::PhantomData<W>);
+
+    impl<'de, W: Word> Visitor<'de> for Packed<W> {
+        type Value = Option<Vec<W>>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            write!(f, "base64 of {}-byte little-endian integers", W::SIZE)
+        }
+
+        fn visit_none<E: Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_unit<E: Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_str(self)
+        }
+
+        fn visit_str<E: Error>(self, text: &str) -> Result<Self::Value, E> {
+            let bytes = STANDARD_NO_PAD.decode(text).map_err(E::custom)?;
+            if bytes.len() % W::SIZE != 0 {
+                return Err(E::custom(format!(
+                    "{} bytes is not a whole number of {}-byte integers",
+                    bytes.len(),
+                    W::SIZE
+                )));
+            }
+            Ok(Some(bytes.chunks_exact(W::SIZE).map(W::get).collect()))
+        }
+    }
 }
 
 /// What a partial build produced.
@@ -516,6 +595,35 @@ mod tests {
         }
         assert_eq!((d.packed.len(), d.other.len()), (7, 5));
     }
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct Arrays {
+        #[serde(default, skip_serializing_if = "Option::is_none", with = "packed")]
+        wide: Option<Vec<u64>>,
+        #[serde(default, skip_serializing_if = "Option::is_none", with = "packed")]
+        narrow: Option<Vec<u32>>,
+    }
+
+    #[test]
+    fn integer_arrays_travel_as_base64_of_their_bytes() {
+        // Synthetic: the entry format's encoding, both widths, empty and absent arrays.
+        let both = Arrays { wide: Some(vec![1, u64::MAX]), narrow: Some(vec![0x0403_0201]) };
+        let mut text = Vec::new();
+        trajkit_model::compact::to_writer(&mut text, &both).unwrap();
+        assert_eq!(String::from_utf8_lossy(&text), r#"{"wide":"AQAAAAAAAAD//////////w","narrow":"AQIDBA"}"#);
+        assert_eq!(serde_json::from_slice::<Arrays>(&text).unwrap(), both);
+        let empty = Arrays { wide: Some(vec![]), narrow: None };
+        text.clear();
+        trajkit_model::compact::to_writer(&mut text, &empty).unwrap();
+        assert_eq!(String::from_utf8_lossy(&text), r#"{"wide":""}"#);
+        assert_eq!(serde_json::from_slice::<Arrays>(&text).unwrap(), empty);
+        assert_eq!(serde_json::from_str::<Arrays>(r#"{"wide":null}"#).unwrap(), Arrays { wide: None, narrow: None });
+        // Five bytes are not whole u32s; a decimal array is not this format.
+        let err = serde_json::from_str::<Arrays>(r#"{"narrow":"AQIDBAU"}"#).unwrap_err().to_string();
+        assert!(err.contains("not a whole number of 4-byte integers"), "{err}");
+        assert!(serde_json::from_str::<Arrays>(r#"{"wide":[1,2]}"#).is_err());
+        assert!(serde_json::from_str::<Arrays>(r#"{"wide":"not base64!"}"#).is_err());
+    }
+
     use std::io::Read;
 
     /// The sink's fallback reads a canonical record's instruction as the analyzer does:
