@@ -449,8 +449,9 @@ mod tests {
 
     #[test]
     fn every_signature_path_gives_the_definition() {
-        // Sets of 0 to 299 pseudo-random shingles, through `signature` (the widest path this
-        // CPU has) and through the plain fold.
+        // Synthetic (an algorithm's equivalence, not a file's rule): sets of 0 to 299
+        // pseudo-random shingles, through `signature` (the widest path this CPU has) and
+        // through the plain fold.
         let mut x = 0x2545_F491_4F6C_DD1Du64;
         for n in 0..300 {
             let set: Vec<u64> = (0..n)
