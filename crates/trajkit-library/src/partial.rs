@@ -45,13 +45,13 @@ pub enum Entry {
         calls: Vec<CallRow>,
         /// The instruction's shingle hashes (`clusters`), on the partial's first record
         /// with that instruction only.
-        #[serde(default, skip_serializing_if = "Option::is_none", with = "packed")]
+        #[serde(default, skip_serializing_if = "Option::is_none", with = "packed::u64s")]
         shingles: Option<Vec<u64>>,
         /// The content sketch (`near`), on one record of each distinct interaction only.
-        #[serde(default, skip_serializing_if = "Option::is_none", with = "packed")]
+        #[serde(default, skip_serializing_if = "Option::is_none", with = "packed::u32s")]
         content: Option<Vec<u32>>,
         /// The winnowed 13-gram fingerprints (`contamination`), with the content sketch.
-        #[serde(default, skip_serializing_if = "Option::is_none", with = "packed")]
+        #[serde(default, skip_serializing_if = "Option::is_none", with = "packed::u64s")]
         ngrams: Option<Vec<u64>>,
     },
     Rejection(RejectionRow),
@@ -64,56 +64,55 @@ pub enum Entry {
 }
 
 /// The integer arrays of an entry (shingles, sketch, fingerprints) as base64 (standard
-/// alphabet, no padding) of their little-endian bytes: a third of the text of a decimal
-/// array, and finalize, which reads every entry on one thread, decodes it without parsing a
-/// number per element.
+/// alphabet, no padding) of their little-endian bytes (`spill`'s byte helpers): a third of the
+/// text of a decimal array, and finalize, which reads every entry on one thread, decodes it
+/// without parsing a number per element. `packed::u64s` and `packed::u32s` are the `serde(with)`
+/// modules.
 mod packed {
     use base64::engine::general_purpose::STANDARD_NO_PAD;
     use base64::Engine;
     use serde::de::{Deserializer, Error, Visitor};
     use serde::Serializer;
 
-    /// An integer read and written as its little-endian bytes.
-    pub trait Word: Copy {
-        const SIZE: usize;
-        fn put(self, out: &mut Vec<u8>);
-        fn get(bytes: &[u8]) -> Self;
+    use crate::spill;
+
+    pub mod u64s {
+        pub fn serialize<S: serde::Serializer>(v: &Option<Vec<u64>>, s: S) -> Result<S::Ok, S::Error> {
+            super::serialize(v, u64::to_le_bytes, s)
+        }
+        pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<u64>>, D::Error> {
+            d.deserialize_option(super::Packed(u64::from_le_bytes))
+        }
     }
 
-    macro_rules! word {
-        ($t:ty) => {
-            impl Word for $t {
-                const SIZE: usize = std::mem::size_of::<$t>();
-                fn put(self, out: &mut Vec<u8>) {
-                    out.extend_from_slice(&self.to_le_bytes());
-                }
-                fn get(bytes: &[u8]) -> Self {
-                    <$t>::from_le_bytes(bytes.try_into().unwrap_or_default())
-                }
-            }
-        };
+    pub mod u32s {
+        pub fn serialize<S: serde::Serializer>(v: &Option<Vec<u32>>, s: S) -> Result<S::Ok, S::Error> {
+            super::serialize(v, u32::to_le_bytes, s)
+        }
+        pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<u32>>, D::Error> {
+            d.deserialize_option(super::Packed(u32::from_le_bytes))
+        }
     }
-    word!(u32);
-    word!(u64);
 
-    pub fn serialize<S: Serializer, W: Word>(values: &Option<Vec<W>>, s: S) -> Result<S::Ok, S::Error> {
+    fn serialize<S: Serializer, T: Copy, const N: usize>(
+        values: &Option<Vec<T>>,
+        to: fn(T) -> [u8; N],
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
         let Some(values) = values else { return s.serialize_none() };
-        let mut bytes = Vec::with_capacity(values.len() * W::SIZE);
-        values.iter().for_each(|v| v.put(&mut bytes));
+        let mut bytes = Vec::new();
+        spill::to_bytes(values, to, &mut bytes);
         s.serialize_str(&STANDARD_NO_PAD.encode(bytes))
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>, W: Word>(d: D) -> Result<Option<Vec<W>>, D::Error> {
-        d.deserialize_option(Packed(std::marker::PhantomData))
-    }
+    /// Reads the base64 text back, each `N` bytes turned into a value by the function held.
+    struct Packed<T, const N: usize>(fn([u8; N]) -> T);
 
-    struct Packed<W>(std::marker::PhantomData<W>);
-
-    impl<'de, W: Word> Visitor<'de> for Packed<W> {
-        type Value = Option<Vec<W>>;
+    impl<'de, T, const N: usize> Visitor<'de> for Packed<T, N> {
+        type Value = Option<Vec<T>>;
 
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            write!(f, "base64 of {}-byte little-endian integers", W::SIZE)
+            write!(f, "base64 of {N}-byte little-endian integers")
         }
 
         fn visit_none<E: Error>(self) -> Result<Self::Value, E> {
@@ -130,14 +129,12 @@ mod packed {
 
         fn visit_str<E: Error>(self, text: &str) -> Result<Self::Value, E> {
             let bytes = STANDARD_NO_PAD.decode(text).map_err(E::custom)?;
-            if bytes.len() % W::SIZE != 0 {
-                return Err(E::custom(format!(
-                    "{} bytes is not a whole number of {}-byte integers",
-                    bytes.len(),
-                    W::SIZE
-                )));
+            if bytes.len() % N != 0 {
+                return Err(E::custom(format!("{} bytes is not a whole number of {N}-byte integers", bytes.len())));
             }
-            Ok(Some(bytes.chunks_exact(W::SIZE).map(W::get).collect()))
+            let mut out = Vec::new();
+            spill::from_bytes(&bytes, self.0, &mut out);
+            Ok(Some(out))
         }
     }
 }
@@ -597,9 +594,9 @@ mod tests {
     }
     #[derive(Debug, PartialEq, Serialize, Deserialize)]
     struct Arrays {
-        #[serde(default, skip_serializing_if = "Option::is_none", with = "packed")]
+        #[serde(default, skip_serializing_if = "Option::is_none", with = "packed::u64s")]
         wide: Option<Vec<u64>>,
-        #[serde(default, skip_serializing_if = "Option::is_none", with = "packed")]
+        #[serde(default, skip_serializing_if = "Option::is_none", with = "packed::u32s")]
         narrow: Option<Vec<u32>>,
     }
 
