@@ -208,6 +208,17 @@ impl IndexWriter {
     }
 }
 
+/// A writer dropped unfinished (a failed or cancelled build) stops before its caller goes
+/// on: the staging directory holding its database is removed next.
+impl Drop for IndexWriter {
+    fn drop(&mut self) {
+        drop(self.tx.take());
+        if let Some(handle) = self.handle.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
 fn open_for_build(path: &Path) -> Result<Connection, LibraryError> {
     let sql = |source| LibraryError::Sqlite { path: path.to_path_buf(), source };
     let conn = Connection::open(path).map_err(sql)?;
@@ -411,4 +422,27 @@ pub fn open_read_only(path: &Path) -> Result<Connection, LibraryError> {
     use rusqlite::OpenFlags;
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
     Connection::open_with_flags(path, flags).map_err(|source| LibraryError::Sqlite { path: path.to_path_buf(), source })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Synthetic (a failed build is what drops a writer unfinished; no input file shows it):
+    /// once dropped, the writer's thread has ended and what it was sent is committed.
+    #[test]
+    fn a_dropped_writer_has_stopped_and_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.sqlite");
+        let writer = IndexWriter::start(&path).unwrap();
+        for n in 0..200_000 {
+            assert!(writer.send(Msg::Meta(format!("key{n}"), n.to_string())));
+        }
+        drop(writer);
+        let conn = open_read_only(&path).unwrap();
+        // No waiting for a lock: the writer's connection must be closed already.
+        conn.busy_timeout(std::time::Duration::ZERO).unwrap();
+        let rows: u64 = conn.query_row("SELECT count(*) FROM meta", [], |r| r.get(0)).unwrap();
+        assert_eq!(rows, 200_000);
+    }
 }
