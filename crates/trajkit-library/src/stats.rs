@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use rusqlite::Connection;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -54,39 +55,154 @@ fn round6(x: f64) -> f64 {
 
 /// Outcomes grouped by one column of `trajectories` (`--by`).
 pub fn outcomes_by(conn: &Connection, path: &Path, column: &str) -> Result<Vec<OutcomeRow>, LibraryError> {
-    if !BY_KEYS.iter().any(|(_, c)| *c == column) {
-        return Err(LibraryError::Invalid { path: path.to_path_buf(), message: format!("cannot group by {column:?}") });
+    Ok(outcomes_by_each(conn, path, &[column])?.pop().unwrap_or_default())
+}
+
+/// Outcomes grouped by each of `columns` (of `BY_KEYS`), from one scan of the table: per
+/// group its attempts, distinct tasks, outcomes and tasks solved, groups in descending
+/// attempts then ascending key (SQLite's order: null, numbers, text by bytes).
+pub fn outcomes_by_each(
+    conn: &Connection,
+    path: &Path,
+    columns: &[&str],
+) -> Result<Vec<Vec<OutcomeRow>>, LibraryError> {
+    if let Some(bad) = columns.iter().find(|c| !BY_KEYS.iter().any(|(_, k)| k == *c)) {
+        return Err(LibraryError::Invalid { path: path.to_path_buf(), message: format!("cannot group by {bad:?}") });
     }
-    let sql = format!(
-        "SELECT {column}, count(*), count(DISTINCT task_key), sum(status = 'success'), sum(status = 'failure'),
-                sum(status = 'unknown'), count(DISTINCT CASE WHEN status = 'success' THEN task_key END)
-         FROM trajectories GROUP BY {column} ORDER BY count(*) DESC, {column}"
-    );
+    let sql = format!("SELECT task_key, status, {} FROM trajectories", columns.join(", "));
     let mut st = conn.prepare(&sql).map_err(sqlerr(path))?;
-    let rows = st
-        .query_map([], |r| {
-            let key: rusqlite::types::Value = r.get(0)?;
-            let key = match key {
-                rusqlite::types::Value::Null => Value::Null,
-                rusqlite::types::Value::Integer(i) => json!(i),
-                rusqlite::types::Value::Real(f) => json!(f),
-                rusqlite::types::Value::Text(s) => json!(s),
-                rusqlite::types::Value::Blob(_) => Value::Null,
-            };
-            let (success, failure): (u64, u64) = (r.get(3)?, r.get(4)?);
-            Ok(OutcomeRow {
-                key,
-                attempts: r.get(1)?,
-                tasks: r.get(2)?,
-                success,
-                failure,
-                unknown: r.get(5)?,
-                success_rate_known: rate(success, failure),
-                tasks_solved: r.get(6)?,
-            })
+    let mut rows = st.query([]).map_err(sqlerr(path))?;
+    // Task keys as numbers: each group's sets of distinct tasks hold 4 bytes per task.
+    let mut tasks: FxHashMap<String, u32> = FxHashMap::default();
+    let mut groups: Vec<FxHashMap<Key, Group>> = vec![FxHashMap::default(); columns.len()];
+    while let Some(r) = rows.next().map_err(sqlerr(path))? {
+        let task_key = r.get_ref(0).map_err(sqlerr(path))?.as_str().map_err(|e| sqlerr(path)(e.into()))?;
+        let task = match tasks.get(task_key) {
+            Some(&n) => n,
+            None => {
+                let n = tasks.len() as u32;
+                tasks.insert(task_key.to_string(), n);
+                n
+            }
+        };
+        let status = r.get_ref(1).map_err(sqlerr(path))?.as_str().map_err(|e| sqlerr(path)(e.into()))?;
+        for (i, by) in groups.iter_mut().enumerate() {
+            let key = Key::of(r.get_ref(i + 2).map_err(sqlerr(path))?);
+            by.entry(key).or_default().add(task, status);
+        }
+    }
+    Ok(groups.into_iter().map(ordered_rows).collect())
+}
+
+/// A grouping column's value, ordered as SQLite orders it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Key {
+    Null,
+    Integer(i64),
+    /// A real's bits (no column grouped on holds one; kept exact if one does).
+    Real(u64),
+    Text(String),
+    Blob,
+}
+
+impl Key {
+    fn of(v: rusqlite::types::ValueRef<'_>) -> Key {
+        use rusqlite::types::ValueRef;
+        match v {
+            ValueRef::Null => Key::Null,
+            ValueRef::Integer(i) => Key::Integer(i),
+            ValueRef::Real(f) => Key::Real(f.to_bits()),
+            ValueRef::Text(t) => Key::Text(String::from_utf8_lossy(t).into_owned()),
+            ValueRef::Blob(_) => Key::Blob,
+        }
+    }
+
+    /// SQLite's storage class rank: null, numbers, text, blob.
+    fn class(&self) -> u8 {
+        match self {
+            Key::Null => 0,
+            Key::Integer(_) | Key::Real(_) => 1,
+            Key::Text(_) => 2,
+            Key::Blob => 3,
+        }
+    }
+
+    fn json(&self) -> Value {
+        match self {
+            Key::Integer(i) => json!(i),
+            Key::Real(bits) => json!(f64::from_bits(*bits)),
+            Key::Text(s) => json!(s),
+            Key::Null | Key::Blob => Value::Null,
+        }
+    }
+}
+
+impl Ord for Key {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        let number = |k: &Key| match k {
+            Key::Integer(i) => *i as f64,
+            Key::Real(bits) => f64::from_bits(*bits),
+            _ => 0.0,
+        };
+        match (self, other) {
+            (Key::Integer(a), Key::Integer(b)) => a.cmp(b),
+            (Key::Text(a), Key::Text(b)) => a.cmp(b),
+            _ if self.class() == 1 && other.class() == 1 => number(self).total_cmp(&number(other)),
+            _ => self.class().cmp(&other.class()),
+        }
+    }
+}
+
+impl PartialOrd for Key {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// One group's attempts while the table is scanned.
+#[derive(Clone, Default)]
+struct Group {
+    attempts: u64,
+    success: u64,
+    failure: u64,
+    unknown: u64,
+    tasks: FxHashSet<u32>,
+    solved: FxHashSet<u32>,
+}
+
+impl Group {
+    fn add(&mut self, task: u32, status: &str) {
+        self.attempts += 1;
+        self.tasks.insert(task);
+        match status {
+            "success" => {
+                self.success += 1;
+                self.solved.insert(task);
+            }
+            "failure" => self.failure += 1,
+            "unknown" => self.unknown += 1,
+            _ => {}
+        }
+    }
+}
+
+/// A column's groups as rows, most attempts first, then by key.
+fn ordered_rows(groups: FxHashMap<Key, Group>) -> Vec<OutcomeRow> {
+    let mut groups: Vec<(Key, Group)> = groups.into_iter().collect();
+    groups.sort_by(|(ka, a), (kb, b)| b.attempts.cmp(&a.attempts).then_with(|| ka.cmp(kb)));
+    groups
+        .into_iter()
+        .map(|(key, g)| OutcomeRow {
+            key: key.json(),
+            attempts: g.attempts,
+            tasks: g.tasks.len() as u64,
+            success: g.success,
+            failure: g.failure,
+            unknown: g.unknown,
+            success_rate_known: rate(g.success, g.failure),
+            tasks_solved: g.solved.len() as u64,
         })
-        .map_err(sqlerr(path))?;
-    rows.collect::<Result<Vec<_>, _>>().map_err(sqlerr(path))
+        .collect()
 }
 
 fn one_u64(conn: &Connection, path: &Path, sql: &str) -> Result<u64, LibraryError> {
@@ -320,10 +436,12 @@ fn attempts(conn: &Connection, path: &Path) -> Result<Value, LibraryError> {
         .map_err(sqlerr(path))?;
     let mut st = conn
         .prepare(
-            "SELECT environment, count(*), count(DISTINCT task_key), max(n) FROM trajectories
-             JOIN (SELECT task_key AS k, coalesce(environment, '') AS e, count(*) AS n FROM trajectories GROUP BY 1, 2)
-               ON k = task_key AND e = coalesce(environment, '')
-             GROUP BY environment ORDER BY count(*) DESC, environment",
+            // Per (environment, task): its attempts `c`; a task's attempts `n` count a missing
+            // and an empty environment as one (as the `tasks` table does). One scan, no join.
+            "SELECT environment, sum(c), count(*), max(n) FROM (
+               SELECT environment, c, sum(c) OVER (PARTITION BY task_key, coalesce(environment, '')) AS n
+               FROM (SELECT environment, task_key, count(*) AS c FROM trajectories GROUP BY environment, task_key))
+             GROUP BY environment ORDER BY sum(c) DESC, environment",
         )
         .map_err(sqlerr(path))?;
     let per_env: Vec<Value> = st
@@ -398,9 +516,10 @@ pub fn compute(conn: &Connection, path: &Path) -> Result<Value, LibraryError> {
     let tasks = q("SELECT count(*) FROM tasks")?;
     let solved = q("SELECT count(*) FROM tasks WHERE success > 0")?;
     let known_tasks = q("SELECT count(*) FROM tasks WHERE success + failure > 0")?;
+    let columns: Vec<&str> = BY_KEYS.iter().map(|(_, column)| *column).collect();
     let mut by = serde_json::Map::new();
-    for (name, column) in BY_KEYS {
-        by.insert(name.to_string(), serde_json::to_value(outcomes_by(conn, path, column)?).unwrap_or_default());
+    for ((name, _), rows) in BY_KEYS.iter().zip(outcomes_by_each(conn, path, &columns)?) {
+        by.insert(name.to_string(), serde_json::to_value(rows).unwrap_or_default());
     }
     let top_tools: Vec<Value> = conn
         .prepare("SELECT name, count(*) FROM tool_calls GROUP BY name ORDER BY count(*) DESC, name LIMIT 20")
@@ -513,6 +632,126 @@ mod tests {
             assert_eq!(d["mean"], json!(round6(avg)), "{i} values");
         }
         assert_eq!(distribution(&[]), json!({"count": 0}));
+    }
+
+    /// A `trajectories` table with the columns the grouped figures read. Synthetic: keys
+    /// null, empty, text and integer, ties in attempts, a task under a missing and an empty
+    /// environment, statuses outside the three (no real file has all of these at once).
+    fn grouping_table() -> Connection {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE trajectories (task_key TEXT NOT NULL, status TEXT NOT NULL, source TEXT, model TEXT,
+               scaffold TEXT, family TEXT, quality_tier INTEGER, split TEXT, format TEXT, environment TEXT)",
+        )
+        .unwrap();
+        let texts = [None, Some(""), Some("a"), Some("B"), Some("b"), Some("é")];
+        let statuses = ["success", "failure", "unknown", "success", "partial"];
+        for i in 0u64..400 {
+            let text = |m: u64| texts[((i * m) % 7 % 6) as usize];
+            let tier = if i % 11 == 0 { None } else { Some((i * 5 % 4) as i64 - 1) };
+            conn.execute(
+                "INSERT INTO trajectories VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                rusqlite::params![
+                    format!("t{}", i * 13 % 37),
+                    statuses[(i * 3 % 5) as usize],
+                    text(1),
+                    text(3),
+                    text(5),
+                    text(2),
+                    tier,
+                    text(4),
+                    Some(["x", "y"][(i % 2) as usize]),
+                    text(6),
+                ],
+            )
+            .unwrap();
+        }
+        conn
+    }
+
+    #[test]
+    fn one_scan_groups_as_the_sql_did() {
+        let conn = grouping_table();
+        let path = Path::new("index.sqlite");
+        let columns: Vec<&str> = BY_KEYS.iter().map(|(_, c)| *c).collect();
+        let scanned = outcomes_by_each(&conn, path, &columns).unwrap();
+        for (column, rows) in columns.iter().zip(&scanned) {
+            let sql = format!(
+                "SELECT {column}, count(*), count(DISTINCT task_key), sum(status = 'success'), sum(status = 'failure'),
+                        sum(status = 'unknown'), count(DISTINCT CASE WHEN status = 'success' THEN task_key END)
+                 FROM trajectories GROUP BY {column} ORDER BY count(*) DESC, {column}"
+            );
+            let mut st = conn.prepare(&sql).unwrap();
+            let want: Vec<Value> = st
+                .query_map([], |r| {
+                    let key = match r.get::<_, rusqlite::types::Value>(0)? {
+                        rusqlite::types::Value::Integer(i) => json!(i),
+                        rusqlite::types::Value::Text(s) => json!(s),
+                        _ => Value::Null,
+                    };
+                    let (success, failure): (u64, u64) = (r.get(3)?, r.get(4)?);
+                    Ok(json!([
+                        key,
+                        r.get::<_, u64>(1)?,
+                        r.get::<_, u64>(2)?,
+                        success,
+                        failure,
+                        r.get::<_, u64>(5)?,
+                        rate(success, failure),
+                        r.get::<_, u64>(6)?
+                    ]))
+                })
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            let got: Vec<Value> = rows
+                .iter()
+                .map(|o| {
+                    json!([
+                        o.key,
+                        o.attempts,
+                        o.tasks,
+                        o.success,
+                        o.failure,
+                        o.unknown,
+                        o.success_rate_known,
+                        o.tasks_solved
+                    ])
+                })
+                .collect();
+            assert!(want.len() >= 2, "{column}: {want:?}");
+            assert_eq!(got, want, "{column}");
+        }
+        assert_eq!(outcomes_by(&conn, path, "model").unwrap(), scanned[1]);
+        assert!(outcomes_by(&conn, path, "task_key").is_err());
+    }
+
+    #[test]
+    fn attempts_per_environment_as_the_join_did() {
+        let conn = grouping_table();
+        let joined: Vec<Value> = conn
+            .prepare(
+                "SELECT environment, count(*), count(DISTINCT task_key), max(n) FROM trajectories
+                 JOIN (SELECT task_key AS k, coalesce(environment, '') AS e, count(*) AS n FROM trajectories GROUP BY 1, 2)
+                   ON k = task_key AND e = coalesce(environment, '')
+                 GROUP BY environment ORDER BY count(*) DESC, environment",
+            )
+            .unwrap()
+            .query_map([], |r| {
+                Ok(json!({"environment": r.get::<_, Option<String>>(0)?, "attempts": r.get::<_, u64>(1)?,
+                          "tasks": r.get::<_, u64>(2)?, "max_attempts_per_task": r.get::<_, u64>(3)?}))
+            })
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert!(joined.len() > 2);
+        assert_eq!(attempts_test_view(&conn)["per_environment"], json!(joined));
+    }
+
+    /// `attempts` needs the `tasks` table for its first half: an empty one here.
+    fn attempts_test_view(conn: &Connection) -> Value {
+        conn.execute_batch("CREATE TABLE IF NOT EXISTS tasks (attempts INTEGER)").unwrap();
+        attempts(conn, Path::new("index.sqlite")).unwrap()
     }
 
     #[test]
