@@ -416,15 +416,20 @@ struct Scanner<'a> {
     i: usize,
     /// `split_written`'s buffer for the canonical form of each part kept whole.
     written: Option<Vec<u8>>,
+    /// The member names of the objects being written and their values' ranges in the output,
+    /// innermost object last: one buffer for every object instead of one per object.
+    members: Vec<(Cow<'a, str>, std::ops::Range<usize>)>,
+    /// An unsorted object's text while it is written again in order (reused likewise).
+    reordered: Vec<u8>,
 }
 
 impl<'a> Scanner<'a> {
     fn new(text: &'a str) -> Self {
-        Scanner { t: text, b: text.as_bytes(), i: 0, written: None }
+        Scanner { t: text, b: text.as_bytes(), i: 0, written: None, members: Vec::new(), reordered: Vec::new() }
     }
 }
 
-impl Scanner<'_> {
+impl<'a> Scanner<'a> {
     fn peek(&self) -> Option<u8> {
         self.b.get(self.i).copied()
     }
@@ -670,36 +675,53 @@ impl Scanner<'_> {
             out.push(b'}');
             return Some(());
         }
-        // Each member's name and the range of its value in `out`.
-        let mut members: Vec<(Cow<'_, str>, std::ops::Range<usize>)> = Vec::new();
-        let mut sorted = true;
+        let base = self.members.len();
+        let written = self.write_members(out, text, depth, base);
+        let sorted = written.map(|()| self.reorder(out, object, base));
+        self.members.truncate(base);
+        sorted.flatten()
+    }
+
+    /// The members of the object being written, as they come; each name and the range of its
+    /// value in `out` pushed on `members` (above `base`, where the enclosing objects' lie).
+    fn write_members(&mut self, out: &mut Vec<u8>, text: &str, depth: usize, base: usize) -> Option<()> {
+        let names: &'a str = self.t;
         loop {
             self.ws();
-            let key = self.decoded_string(text)?;
+            let key = self.decoded_string(names)?;
             self.ws();
             self.expect(b':')?;
             self.ws();
-            if let Some((last, _)) = members.last() {
-                sorted &= *last < key;
+            if self.members.len() > base {
                 out.push(b',');
             }
             write_key(out, &key, matches!(key, Cow::Owned(_)));
             out.push(b':');
             let start = out.len();
             self.write_value(out, text, depth + 1)?;
-            members.push((key, start..out.len()));
+            self.members.push((key, start..out.len()));
             self.ws();
             match self.next()? {
                 b',' => {}
-                b'}' => break,
+                b'}' => return Some(()),
                 _ => return None,
             }
         }
-        if sorted {
+    }
+
+    /// Closes the object written from `object` in `out`; when its member names (`members`
+    /// above `base`) were not strictly increasing, writes it again sorted, through the reused
+    /// `reordered` buffer.
+    fn reorder(&mut self, out: &mut Vec<u8>, object: usize, base: usize) -> Option<()> {
+        let members = self.members.get_mut(base..)?;
+        if members.windows(2).all(|w| w[0].0 < w[1].0) {
             out.push(b'}');
             return Some(());
         }
-        let written = out.split_off(object);
+        let mut written = std::mem::take(&mut self.reordered);
+        written.clear();
+        written.extend_from_slice(out.get(object..)?);
+        out.truncate(object);
         // Stable: of members with one name, the last in the text is the last in its run.
         members.sort_by(|a, b| a.0.cmp(&b.0));
         out.push(b'{');
@@ -717,6 +739,7 @@ impl Scanner<'_> {
             out.extend_from_slice(written.get(range.start - object..range.end - object)?);
         }
         out.push(b'}');
+        self.reordered = written;
         Some(())
     }
 
