@@ -15,7 +15,7 @@ work=${1:-/tmp/trajkit-bench-build}
 runs=${RUNS:-3}
 sizes=${SIZES:-"1000 4000"}
 cargo build --release -q
-bin=target/release/trajkit
+bin=${CARGO_TARGET_DIR:-target}/release/trajkit
 mkdir -p "$work"
 
 printf '| corpus | files | MiB | trajectories | threads | seconds (median) | MiB/s | peak RSS MiB |\n'

@@ -9,7 +9,7 @@ runs=${RUNS:-3}
 [ -d "$corpus/gym" ] || python3 bench/make_corpus.py "$corpus" --gym-mb "${GYM_MB:-1000}" --atif-mb "${ATIF_MB:-200}"
 [ -f "$corpus/gym-one.jsonl.gz" ] || gzip -1 -c "$corpus/gym/rollouts-000.jsonl" > "$corpus/gym-one.jsonl.gz"
 cargo build --release -q
-bin=target/release/trajkit
+bin=${CARGO_TARGET_DIR:-target}/release/trajkit
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 work=${1:-/tmp/trajkit-export-bench}
 runs=${RUNS:-3}
 cargo build --release -q -p trajkit
-bin=target/release/trajkit
+bin=${CARGO_TARGET_DIR:-target}/release/trajkit
 if [ ! -f "$work/lib/build.json" ]; then
   python3 bench/make_corpus.py "$work/corpus" --gym-mb "${GYM_MB:-200}" --atif-mb "${ATIF_MB:-20}"
   "$bin" build -q "$work/corpus" -o "$work/lib" || true

@@ -10,5 +10,5 @@ lib=$1
 work=${2:-/tmp/trajkit-bench-frames}
 mkdir -p "$work"
 cargo build --release -q -p trajkit-library --example frame_sizes
-/usr/bin/time -v target/release/examples/frame_sizes "$lib" "$work" ${FRAME_KIB:-} 2>"$work/time.txt"
+/usr/bin/time -v "${CARGO_TARGET_DIR:-target}"/release/examples/frame_sizes "$lib" "$work" ${FRAME_KIB:-} 2>"$work/time.txt"
 grep -E "Maximum resident|Elapsed" "$work/time.txt"

@@ -23,7 +23,7 @@ if [ ! -d "$tree/big" ]; then
   done
 fi
 cargo build --release -q -p trajkit
-bin=$PWD/target/release/trajkit
+bin=$(realpath -m "${CARGO_TARGET_DIR:-target}")/release/trajkit
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 find "$tree" -type f -print0 | xargs -0 cat > /dev/null   # warm the page cache

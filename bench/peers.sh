@@ -15,7 +15,7 @@
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 ATIF_DIR GYM_INPUT..." >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
-trajkit=${TRAJKIT:-target/release/trajkit} threads=${THREADS:-2} runs=${RUNS:-1} python=${PYTHON:-python3}
+trajkit=${TRAJKIT:-${CARGO_TARGET_DIR:-target}/release/trajkit} threads=${THREADS:-2} runs=${RUNS:-1} python=${PYTHON:-python3}
 scout=${SCOUT:-}
 atif=$1
 shift

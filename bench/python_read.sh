@@ -37,7 +37,7 @@ elif [ -n "${BIN:-}" ]; then
   bin=$BIN
 else
   cargo build --release --locked -q -p trajkit
-  bin=target/release/trajkit
+  bin=${CARGO_TARGET_DIR:-target}/release/trajkit
 fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

@@ -9,7 +9,7 @@ dir=${1:-/tmp/trajkit-state-bench}
 runs=${RUNS:-3}
 [ -f "$dir/edited.db" ] || python3 bench/make_state_db.py "$dir" --mb "${MB:-1000}"
 cargo build --release -q -p trajkit
-bin=target/release/trajkit
+bin=${CARGO_TARGET_DIR:-target}/release/trajkit
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cat > "$work/expect.toml" <<'TOML'

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 work=${1:-/tmp/trajkit-bench-view}
 mb=${MB:-1000}
 port=${PORT:-18765}
-bin=${TRAJKIT:-target/release/trajkit}
+bin=${TRAJKIT:-${CARGO_TARGET_DIR:-target}/release/trajkit}
 [ -n "${TRAJKIT:-}" ] || cargo build --release -q
 bin=$(realpath "$bin")
 mkdir -p "$work"
