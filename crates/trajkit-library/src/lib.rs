@@ -16,6 +16,7 @@ pub mod near;
 pub mod partial;
 pub mod plan;
 pub mod read;
+mod read_ahead;
 pub mod registry;
 pub mod row;
 pub mod rows_out;

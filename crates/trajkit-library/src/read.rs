@@ -53,8 +53,10 @@ impl Library {
     pub fn rows(&self) -> Result<Rows, LibraryError> {
         let path = self.root.join(ROWS_PATH);
         let file = File::open(&path).map_err(LibraryError::io(&path))?;
-        let reader: Box<dyn BufRead + Send> =
-            Box::new(BufReader::with_capacity(1 << 16, flate2::read::MultiGzDecoder::new(file)));
+        // Inflated on a thread of its own while the rows are parsed here.
+        let inflated = crate::read_ahead::ReadAhead::new(flate2::read::MultiGzDecoder::new(file), "trajkit-rows")
+            .map_err(LibraryError::io(&path))?;
+        let reader: Box<dyn BufRead + Send> = Box::new(inflated);
         Ok(Rows { path, lines: reader.lines(), line: 0 })
     }
 
