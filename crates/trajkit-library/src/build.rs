@@ -12,6 +12,7 @@ use trajkit_model::{Authorship, Status, Trajectory};
 use crate::clusters::ClusterOptions;
 use crate::contamination::ContaminationOptions;
 use crate::error::LibraryError;
+use crate::finalize::Merge;
 use crate::index::{CallRow, StepRow};
 use crate::layout;
 use crate::plan::BuildPlan;
@@ -121,7 +122,9 @@ pub fn build(opts: &BuildOptions, progress: &dyn Progress) -> Result<BuildSummar
 /// Builds the library, running `finisher` on the complete library before the manifest
 /// is written and the library swapped into place. The same phases as a build on a
 /// cluster (`plan`, `build_partial`, `finalize`), with the whole plan as one partial: one
-/// read keeps every core busy, and its shards and index are today's byte for byte.
+/// read keeps every core busy, and its shards and index are today's byte for byte. The
+/// first partial's entries go straight to finalize's merge, on a thread of its own while the
+/// partial is read, instead of through `entries.jsonl` (written as JSON, then parsed back).
 pub fn build_with(
     opts: &BuildOptions,
     progress: &dyn Progress,
@@ -134,18 +137,35 @@ pub fn build_with(
     }
     progress.start(plan.files, plan.bytes);
     progress.stage("reading");
-    for group in &plan.groups {
-        let partial = crate::partial::build_partial(opts, group, session.staging(), progress)?;
-        if partial.strict_failure.is_some() {
-            break; // finalize reports it; the groups after it need not be read
+    let staging = session.staging();
+    let streamed = std::thread::scope(|s| -> Result<Option<Merge>, LibraryError> {
+        let Some(first) = plan.groups.first() else { return Ok(None) };
+        let (tee, lines) = crossbeam_channel::bounded(MERGE_QUEUE);
+        let entries = crate::plan::partial_dir(staging, first.index).join(crate::partial::ENTRIES);
+        let merging = s.spawn(move || Merge::streamed(opts, staging, &entries, lines));
+        let mut tee = Some(tee);
+        for group in &plan.groups {
+            let partial = crate::partial::build_partial_teed(opts, group, staging, progress, tee.take());
+            if partial?.strict_failure.is_some() {
+                break; // finalize reports it; the groups after it need not be read
+            }
         }
-    }
+        let merged = merging.join().map_err(|_| LibraryError::Invalid {
+            path: staging.join("index.sqlite"),
+            message: "the merging thread panicked".into(),
+        })?;
+        merged.map(Some)
+    })?;
     progress.reading_done();
     if progress.cancelled() {
         return Err(LibraryError::Cancelled);
     }
-    session.finish(opts, &plan, progress, finisher)
+    session.finish_from(opts, &plan, progress, finisher, streamed)
 }
+
+/// Entries queued for the merging thread at most (a few KiB each): when the index writer
+/// falls behind, the reading waits instead of holding the entries in memory.
+const MERGE_QUEUE: usize = 1024;
 
 /// A build in progress: the output's build lock and its staging directory, where the
 /// partials are written. Dropped unfinished, the staging directory is removed and the
@@ -182,8 +202,20 @@ impl BuildSession {
         progress: &dyn Progress,
         finisher: Option<Finisher>,
     ) -> Result<BuildSummary, LibraryError> {
+        self.finish_from(opts, plan, progress, finisher, None)
+    }
+
+    /// `finish`, with the first partial already merged when it was streamed (`build_with`).
+    fn finish_from(
+        self,
+        opts: &BuildOptions,
+        plan: &BuildPlan,
+        progress: &dyn Progress,
+        finisher: Option<Finisher>,
+        streamed: Option<Merge>,
+    ) -> Result<BuildSummary, LibraryError> {
         let staging = self.staging.path();
-        let summary = crate::finalize::finalize(opts, plan, staging, progress)?;
+        let summary = crate::finalize::finalize_from(opts, plan, staging, progress, streamed)?;
         if summary.strict_failure.is_some() || summary.contamination_failure.is_some() {
             return Ok(summary); // the staging directory is removed on drop; the old library stays
         }

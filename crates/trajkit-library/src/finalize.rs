@@ -34,37 +34,44 @@ pub fn finalize(
     staging: &Path,
     progress: &dyn Progress,
 ) -> Result<BuildSummary, LibraryError> {
+    finalize_from(opts, plan, staging, progress, None)
+}
+
+/// `finalize`, given the merge of the plan's first partial when it ran while that partial
+/// was read (`Merge::streamed`): its entries are loaded already, its shards are placed here.
+pub(crate) fn finalize_from(
+    opts: &BuildOptions,
+    plan: &BuildPlan,
+    staging: &Path,
+    progress: &dyn Progress,
+    streamed: Option<Merge>,
+) -> Result<BuildSummary, LibraryError> {
     let registry = registry_of(opts)?;
     let partials = read_summaries(plan, staging)?;
     if let Some(failure) = partials.iter().find_map(|p| p.strict_failure.clone()) {
+        // A streamed merge's writer stops when it is dropped here, before the staging
+        // directory (and the index in it) is removed.
+        drop(streamed);
         let mut summary = figures(&partials, &[], plan.warnings.clone());
         summary.strict_failure = Some(failure);
         return Ok(summary);
     }
     progress.stage("merging");
     let index_path = staging.join("index.sqlite");
-    let index = IndexWriter::start(&index_path)?;
-    send_header(&index, &registry, opts);
-    let mut merge = Merge {
-        index: &index,
-        ids: HashMap::new(),
-        ordinal: 0,
-        shards: 0,
-        reports: Vec::new(),
-        progress,
-        tasks: crate::clusters::Collector::in_dir(staging),
-        near: crate::near::Collector::in_dir(staging),
-        contamination: crate::contamination::Collector::in_dir(staging),
+    let first = usize::from(streamed.is_some());
+    let mut merge = match streamed {
+        Some(merge) => merge,
+        None => Merge::start(opts, &registry, staging)?,
     };
-    for p in &partials {
-        merge.partial(staging, p, &registry)?;
+    for p in partials.iter().take(first) {
+        merge.place_streamed(staging, p)?;
     }
-    let reports = std::mem::take(&mut merge.reports);
-    let tasks = std::mem::take(&mut merge.tasks);
-    let near = std::mem::take(&mut merge.near);
-    let fingerprints = std::mem::take(&mut merge.contamination);
+    for p in partials.iter().skip(first) {
+        merge.partial(staging, p, &registry, &|| progress.cancelled())?;
+    }
     // The record ids taken (one per trajectory) are not needed past the merge.
-    drop(merge);
+    let Merge { index, reports, tasks, near, contamination: fingerprints, ids, .. } = merge;
+    drop(ids);
     // The index writer is still inserting the last partial's rows (it is the slower side of
     // the merge): task clusters and near-duplicate groups, in memory, are computed meanwhile.
     progress.stage("task clusters");
@@ -199,14 +206,13 @@ fn send_header(index: &IndexWriter, registry: &Registry, opts: &BuildOptions) {
 }
 
 /// The merge of partials into the index and `canonical/`, in plan order.
-struct Merge<'a> {
-    index: &'a IndexWriter,
+pub(crate) struct Merge {
+    index: IndexWriter,
     ids: IdCounts,
     ordinal: u64,
     /// Shards placed so far (the next partial's shards are numbered from here).
     shards: u32,
     reports: Vec<(usize, FileReport)>,
-    progress: &'a dyn Progress,
     /// Instruction signatures for the task clusters.
     tasks: crate::clusters::Collector,
     /// Content sketches for the near-duplicate groups.
@@ -237,10 +243,59 @@ struct IdRow {
     shard_line: u64,
 }
 
-impl Merge<'_> {
+impl Merge {
+    /// An empty merge: the index writer started, sources and build metadata sent.
+    pub(crate) fn start(opts: &BuildOptions, registry: &Registry, staging: &Path) -> Result<Merge, LibraryError> {
+        let index = IndexWriter::start(&staging.join("index.sqlite"))?;
+        send_header(&index, registry, opts);
+        Ok(Merge {
+            index,
+            ids: HashMap::new(),
+            ordinal: 0,
+            shards: 0,
+            reports: Vec::new(),
+            tasks: crate::clusters::Collector::in_dir(staging),
+            near: crate::near::Collector::in_dir(staging),
+            contamination: crate::contamination::Collector::in_dir(staging),
+        })
+    }
+
+    /// The merge of the plan's first partial, its entries loaded as its sink makes them
+    /// (`entries`, until the sender is dropped; none goes through `entries.jsonl`): what
+    /// `partial` does, done while the partial is read. The first partial's ids are the
+    /// library's and its shards keep their numbers, so no entry waits for the partial's end.
+    /// `path` names the partial's entries in errors.
+    pub(crate) fn streamed(
+        opts: &BuildOptions,
+        staging: &Path,
+        path: &Path,
+        entries: crossbeam_channel::Receiver<Entry>,
+    ) -> Result<Merge, LibraryError> {
+        let registry = registry_of(opts)?;
+        let mut merge = Merge::start(opts, &registry, staging)?;
+        let none = Placements::new();
+        for (n, entry) in entries.iter().enumerate() {
+            merge.entry(path, n, entry, None, &none, &registry)?;
+        }
+        Ok(merge)
+    }
+
+    /// Places the shards of a partial whose entries were streamed (`streamed`).
+    fn place_streamed(&mut self, staging: &Path, p: &PartialSummary) -> Result<(), LibraryError> {
+        self.place_shards(staging, &partial_dir(staging, p.group), p.shards, &Renames::new())?;
+        self.shards += p.shards;
+        Ok(())
+    }
+
     /// Loads one partial's entries and moves its shards into place, rewriting the
     /// records whose id repeats one of an earlier group (and their frame offsets).
-    fn partial(&mut self, staging: &Path, p: &PartialSummary, registry: &Registry) -> Result<(), LibraryError> {
+    fn partial(
+        &mut self,
+        staging: &Path,
+        p: &PartialSummary,
+        registry: &Registry,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<(), LibraryError> {
         let dir = partial_dir(staging, p.group);
         let path = dir.join(ENTRIES);
         // The first partial's ids are already the library's: the id pass is needed only
@@ -251,45 +306,58 @@ impl Merge<'_> {
         let mut ids = assigned.map(|(ids, _)| ids.into_iter());
         for (n, line) in entry_lines(&path)?.enumerate() {
             let line = line.map_err(LibraryError::io(&path))?;
-            let entry: Entry = parse_entry(&path, n, &line)?;
-            if (n as u64).is_multiple_of(POLL_EVERY) {
-                cancelled(self.progress)?;
+            if (n as u64).is_multiple_of(POLL_EVERY) && cancelled() {
+                return Err(LibraryError::Cancelled);
             }
-            let msg = match entry {
-                Entry::Trajectory { record_id, mut row, steps, calls, shingles, content, ngrams } => {
-                    self.tasks.add(&row, shingles);
-                    self.near.add(&row, content);
-                    self.contamination.add(&row.interaction_digest, ngrams);
-                    let local = local_shard(&path, n, &row.shard)?;
-                    row.id = match ids.as_mut().and_then(|i| i.next()) {
-                        Some(id) => id,
-                        None => unique_id(&mut self.ids, &record_id),
-                    };
-                    let line = (row.shard_line as usize).checked_sub(1);
-                    if let Some(placed) = placements.get(&local).zip(line).and_then(|(v, i)| v.get(i)) {
-                        placed.clone().fill(&mut row);
-                    }
-                    row.shard = shard_name(self.shards + local);
-                    let ordinal = self.ordinal;
-                    self.ordinal += 1;
-                    Msg::Trajectory { ordinal, row, steps, calls }
-                }
-                Entry::Rejection(r) => Msg::Rejection(r),
-                Entry::File { file, source, report } => {
-                    let name = registry.sources.get(source).map(|s| s.source.name.clone()).unwrap_or_default();
-                    self.reports.push((source, report.clone()));
-                    Msg::File(FileRow { file, source: name, report })
-                }
-            };
-            if !self.index.send(msg) {
-                return Err(LibraryError::Invalid {
-                    path: PathBuf::from("index.sqlite"),
-                    message: "index writer stopped".into(),
-                });
-            }
+            let entry = parse_entry(&path, n, line.as_bytes())?;
+            self.entry(&path, n, entry, ids.as_mut(), &placements, registry)?;
         }
         self.shards += p.shards;
         Ok(())
+    }
+
+    /// Loads entry `n` of a partial: a trajectory takes its library id (the next
+    /// of `ids`, else its own made unique), placement and shard number.
+    fn entry(
+        &mut self,
+        path: &Path,
+        n: usize,
+        entry: Entry,
+        ids: Option<&mut std::vec::IntoIter<String>>,
+        placements: &Placements,
+        registry: &Registry,
+    ) -> Result<(), LibraryError> {
+        let msg = match entry {
+            Entry::Trajectory { record_id, mut row, steps, calls, shingles, content, ngrams } => {
+                self.tasks.add(&row, shingles);
+                self.near.add(&row, content);
+                self.contamination.add(&row.interaction_digest, ngrams);
+                let local = local_shard(path, n, &row.shard)?;
+                row.id = match ids.and_then(|i| i.next()) {
+                    Some(id) => id,
+                    None => unique_id(&mut self.ids, &record_id),
+                };
+                let line = (row.shard_line as usize).checked_sub(1);
+                if let Some(placed) = placements.get(&local).zip(line).and_then(|(v, i)| v.get(i)) {
+                    placed.clone().fill(&mut row);
+                }
+                row.shard = shard_name(self.shards + local);
+                let ordinal = self.ordinal;
+                self.ordinal += 1;
+                Msg::Trajectory { ordinal, row, steps, calls }
+            }
+            Entry::Rejection(r) => Msg::Rejection(r),
+            Entry::File { file, source, report } => {
+                let name = registry.sources.get(source).map(|s| s.source.name.clone()).unwrap_or_default();
+                self.reports.push((source, report.clone()));
+                Msg::File(FileRow { file, source: name, report })
+            }
+        };
+        if self.index.send(msg) {
+            Ok(())
+        } else {
+            Err(LibraryError::Invalid { path: PathBuf::from("index.sqlite"), message: "index writer stopped".into() })
+        }
     }
 
     /// The id pass: the library id of each trajectory of the partial, in order, and the
@@ -299,7 +367,7 @@ impl Merge<'_> {
         let mut renames = Renames::new();
         for (n, line) in entry_lines(path)?.enumerate() {
             let line = line.map_err(LibraryError::io(path))?;
-            if let IdEntry::Trajectory { record_id, row } = parse_entry(path, n, &line)? {
+            if let IdEntry::Trajectory { record_id, row } = parse_entry(path, n, line.as_bytes())? {
                 let id = unique_id(&mut self.ids, &record_id);
                 if id != row.id {
                     let local = local_shard(path, n, &row.shard)?;
@@ -344,8 +412,8 @@ fn entry_lines(path: &Path) -> Result<std::io::Lines<BufReader<std::fs::File>>, 
 }
 
 /// One line of `entries.jsonl`, parsed as `T`; an error names the file and line.
-fn parse_entry<T: serde::de::DeserializeOwned>(path: &Path, n: usize, line: &str) -> Result<T, LibraryError> {
-    serde_json::from_str(line).map_err(|source| LibraryError::Json {
+fn parse_entry<T: serde::de::DeserializeOwned>(path: &Path, n: usize, line: &[u8]) -> Result<T, LibraryError> {
+    serde_json::from_slice(line).map_err(|source| LibraryError::Json {
         path: path.to_path_buf(),
         line: n as u64 + 1,
         source,

@@ -13,6 +13,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crossbeam_channel::Sender;
 use serde::{Deserialize, Serialize};
 use trajkit_formats::outcomes::OutcomeTable;
 use trajkit_formats::{FileReport, InputFile, Options, Rejection, Sink};
@@ -157,6 +158,18 @@ pub fn build_partial(
     staging: &Path,
     progress: &dyn Progress,
 ) -> Result<PartialSummary, LibraryError> {
+    build_partial_teed(opts, group, staging, progress, None)
+}
+
+/// `build_partial`, each entry sent to `tee` instead of written to `entries.jsonl` (which
+/// stays empty): the build on one machine merges the partial into the index while it is read.
+pub(crate) fn build_partial_teed(
+    opts: &BuildOptions,
+    group: &FileGroup,
+    staging: &Path,
+    progress: &dyn Progress,
+    tee: Option<Sender<Entry>>,
+) -> Result<PartialSummary, LibraryError> {
     let registry = registry_of(opts)?;
     let outcomes = match &opts.outcomes {
         Some(p) => Some(Arc::new(
@@ -171,7 +184,7 @@ pub fn build_partial(
         .prefix(&format!(".g{:06}-", group.index))
         .tempdir_in(parent)
         .map_err(LibraryError::io(parent))?;
-    let summary = write_partial(tmp.path(), opts, &registry.sources, group, outcomes, progress)?;
+    let summary = write_partial(tmp.path(), opts, &registry.sources, group, outcomes, progress, tee)?;
     if progress.cancelled() {
         return Err(LibraryError::Cancelled);
     }
@@ -191,6 +204,7 @@ fn write_partial(
     group: &FileGroup,
     outcomes: Option<Arc<OutcomeTable>>,
     progress: &dyn Progress,
+    tee: Option<Sender<Entry>>,
 ) -> Result<PartialSummary, LibraryError> {
     let entries_path = dir.join(ENTRIES);
     let entries = File::create(&entries_path).map_err(LibraryError::io(&entries_path))?;
@@ -205,6 +219,7 @@ fn write_partial(
         entries: BufWriter::with_capacity(1 << 20, entries),
         entries_path: entries_path.clone(),
         line: Vec::new(),
+        tee,
         shards: ShardWriter::new(&dir.join("canonical"), opts.shard_bytes, opts.threads)?,
         source: 0,
         files: &files,
@@ -244,7 +259,9 @@ fn write_partial(
             .map_err(|e| LibraryError::Invalid { path: PathBuf::from(&src.name), message: e.to_string() })?;
         files += got.len() as u64;
     }
-    let PartialSink { shards, error, strict_failure, ordinal, mut entries, .. } = sink;
+    let PartialSink { shards, error, strict_failure, ordinal, mut entries, tee, .. } = sink;
+    // The merge taking the entries ends with them, while the shards are finished.
+    drop(tee);
     let shard_count = shards.finish()?;
     entries.flush().map_err(LibraryError::io(&entries_path))?;
     if let Some(e) = error {
@@ -262,6 +279,8 @@ struct PartialSink<'a> {
     entries_path: PathBuf,
     /// The entry being written (compact JSON, then one `write_all`).
     line: Vec<u8>,
+    /// Where the entries go instead of `entries.jsonl` (`build_partial_teed`).
+    tee: Option<Sender<Entry>>,
     shards: ShardWriter,
     source: usize,
     /// Each file's number in the library and its size in bytes, by its display path.
@@ -302,10 +321,16 @@ impl PartialSink<'_> {
         }
     }
 
-    fn write(&mut self, entry: &Entry) -> Result<(), LibraryError> {
+    fn write(&mut self, entry: Entry) -> Result<(), LibraryError> {
+        if let Some(tee) = &self.tee {
+            // A send fails only once the merge stopped: its error is the build's, reported
+            // when it is joined.
+            let _ = tee.send(entry);
+            return Ok(());
+        }
         let path = &self.entries_path;
         self.line.clear();
-        trajkit_model::compact::to_writer(&mut self.line, entry)
+        trajkit_model::compact::to_writer(&mut self.line, &entry)
             .map_err(|e| LibraryError::Invalid { path: path.clone(), message: e.to_string() })?;
         self.line.push(b'\n');
         self.entries.write_all(&self.line).map_err(LibraryError::io(path))
@@ -354,7 +379,7 @@ impl PartialSink<'_> {
         let record_id = std::mem::replace(&mut row.id, id);
         placed.fill(&mut row);
         self.ordinal += 1;
-        self.write(&Entry::Trajectory { record_id, row: Box::new(row), steps, calls, shingles, content, ngrams })
+        self.write(Entry::Trajectory { record_id, row: Box::new(row), steps, calls, shingles, content, ngrams })
     }
 }
 
@@ -538,7 +563,7 @@ impl Sink for PartialSink<'_> {
                 json_path: p.json_path.clone(),
                 message: p.message.clone(),
             });
-            if let Err(e) = self.write(&entry) {
+            if let Err(e) = self.write(entry) {
                 self.fail(e);
             }
         }
@@ -561,7 +586,7 @@ impl Sink for PartialSink<'_> {
                 self.strict_failure = Some(format!("{}: {e}", report.path));
             }
         }
-        if let Err(e) = self.write(&Entry::File { file, source: self.source, report: report.clone() }) {
+        if let Err(e) = self.write(Entry::File { file, source: self.source, report: report.clone() }) {
             self.fail(e);
         }
         self.progress.file_done(report, bytes, self.ordinal);
