@@ -140,9 +140,9 @@ pub fn build_with(
     let staging = session.staging();
     let streamed = std::thread::scope(|s| -> Result<Option<Merge>, LibraryError> {
         let Some(first) = plan.groups.first() else { return Ok(None) };
-        let (tee, lines) = crossbeam_channel::bounded(MERGE_QUEUE);
-        let entries = crate::plan::partial_dir(staging, first.index).join(crate::partial::ENTRIES);
-        let merging = s.spawn(move || Merge::streamed(opts, staging, &entries, lines));
+        let (tee, entries) = crossbeam_channel::bounded(MERGE_QUEUE);
+        let named = crate::plan::partial_dir(staging, first.index).join(crate::partial::ENTRIES);
+        let merging = s.spawn(move || Merge::streamed(opts, staging, &named, entries));
         let mut tee = Some(tee);
         for group in &plan.groups {
             let partial = crate::partial::build_partial_teed(opts, group, staging, progress, tee.take());
