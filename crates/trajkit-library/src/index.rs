@@ -50,7 +50,9 @@ CREATE TABLE rejections (file INTEGER NOT NULL, path TEXT NOT NULL, line INTEGER
 /// ranks in one `UPDATE` (each full `UPDATE` rewrites every wide row; the near-duplicate
 /// group size starts as the exact one, `near` enlarges it for members), tasks, then the
 /// secondary indexes. Every row has exactly one duplicate group (grouped by its interaction
-/// digest) and one rank, so the joined `UPDATE` reaches every row.
+/// digest) and one rank, so the joined `UPDATE` reaches every row. The ranks are sorted
+/// back into row order, so that the `UPDATE` rewrites the table front to back instead of
+/// task by task (a fifth of its time at 4 GB).
 const FINALIZE: &str = "
 CREATE INDEX trajectories_content_digest ON trajectories (content_digest);
 CREATE INDEX trajectories_interaction_digest ON trajectories (interaction_digest);
@@ -72,7 +74,7 @@ UPDATE trajectories SET
       ORDER BY quality_tier DESC,
         CASE status WHEN 'success' THEN 0 WHEN 'unknown' THEN 1 ELSE 2 END,
         coalesce(action_observation_completeness, 0) DESC, steps ASC, path, line, document_index, ordinal) AS rank
-    FROM trajectories) AS r
+    FROM trajectories ORDER BY ordinal) AS r
   WHERE g.interaction_digest = trajectories.interaction_digest AND r.ordinal = trajectories.ordinal;
 CREATE TABLE tasks (task_key TEXT PRIMARY KEY, split TEXT NOT NULL, attempts INTEGER NOT NULL,
   success INTEGER NOT NULL, failure INTEGER NOT NULL, unknown INTEGER NOT NULL,
