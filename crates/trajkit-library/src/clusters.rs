@@ -8,9 +8,11 @@
 //! memory. Rules: docs/quality.md#task-clusters.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::path::Path;
 
+use rayon::prelude::*;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -326,54 +328,48 @@ impl Graph {
     }
 
     /// Confirmed near-duplicate instruction pairs `(a, b, jaccard)` and the number of
-    /// boilerplate shingles ignored.
+    /// boilerplate shingles ignored. The signatures and the candidates' similarities are
+    /// computed on every core (finalize's other work waits for them); which pairs are found
+    /// does not depend on how many.
     fn near_pairs(&mut self, opts: &ClusterOptions) -> std::io::Result<(Vec<NearLink>, u64)> {
         let n = self.nonempty as f64;
         let floor = ((opts.boilerplate_fraction * n).ceil() as u64).max(opts.boilerplate_min_instructions).max(2);
         let boilerplate = frequent_shingles(&mut self.spill, self.spilled, floor)?;
-        let mut sets = Sets { graph: self, boilerplate: &boilerplate, buf: Vec::new() };
+        let sets = Sets { graph: self, boilerplate: &boilerplate };
+        let signed = sets.signed()?;
         // Instructions equal once boilerplate is removed are linked to the first of them
         // (similarity 1) without banding, so a bucket never holds many equal sets. Sets are
         // looked up by hash and compared in full.
         // Keyed by an XXH3 hash already: SipHash over it cost more than the rest of the lookup.
-        let mut first_of: rustc_hash::FxHashMap<u64, Vec<u32>> = Default::default();
+        let mut first_of: FxHashMap<u64, Vec<u32>> = Default::default();
         let mut near = Vec::new();
         // Only the band keys are kept (half a signature): 512 bytes per distinct instruction
         // were the task-cluster stage's largest holding at 8 GB of distinct rollouts.
         let mut items: Vec<(u32, minhash::BandKeys)> = Vec::new();
-        let (mut set, mut other) = (Vec::new(), Vec::new());
-        for i in 0..sets.graph.instructions.len() as u32 {
-            if sets.graph.generic.get(i as usize).is_none_or(|g| *g) || !sets.read(i, &mut set)? {
-                continue;
-            }
-            let firsts = first_of.entry(minhash::hash64(&sets.buf)).or_default();
+        let (mut set, mut other, mut buf) = (Vec::new(), Vec::new(), Vec::new());
+        for (i, (hash, keys)) in signed {
+            let firsts = first_of.entry(hash).or_default();
             let mut equal = None;
-            for &f in firsts.iter() {
-                if sets.read(f, &mut other)? && other == set {
-                    equal = Some(f);
-                    break;
+            if !firsts.is_empty() {
+                sets.read(i, &mut set, &mut buf)?;
+                for &f in firsts.iter() {
+                    if sets.read(f, &mut other, &mut buf)? && other == set {
+                        equal = Some(f);
+                        break;
+                    }
                 }
             }
             match equal {
                 Some(first) => near.push((first, i, 1.0)),
                 None => {
                     firsts.push(i);
-                    items.push((i, minhash::band_keys(&minhash::signature(&set))));
+                    items.push((i, keys));
                 }
             }
         }
-        let mut last = None;
-        for (a, b) in minhash::banded_candidates(&items) {
-            if last != Some(a) {
-                sets.read(a, &mut set)?;
-                last = Some(a);
-            }
-            sets.read(b, &mut other)?;
-            let j = minhash::jaccard(&set, &other);
-            if j >= opts.instruction_similarity {
-                near.push((a, b, j));
-            }
-        }
+        let candidates = minhash::banded_candidates(&items);
+        drop(items);
+        near.extend(sets.similar(&candidates, opts.instruction_similarity)?);
         near.sort_by_key(|&(a, b, _)| (a, b));
         Ok((near, boilerplate.len() as u64))
     }
@@ -547,22 +543,64 @@ fn widest_paths(from: usize, adj: &Adjacency) -> HashMap<usize, Strength> {
 
 /// An instruction's shingles read back from the spill, boilerplate removed.
 struct Sets<'a> {
-    graph: &'a mut Graph,
-    boilerplate: &'a HashSet<u64>,
-    /// The last set read, as little-endian bytes (what its hash is taken of).
-    buf: Vec<u8>,
+    graph: &'a Graph,
+    boilerplate: &'a FxHashSet<u64>,
 }
 
 impl Sets<'_> {
-    /// Reads instruction `i`'s set into `out`; false when it is empty.
-    fn read(&mut self, i: u32, out: &mut Vec<u64>) -> std::io::Result<bool> {
+    /// Reads instruction `i`'s set into `out` (its little-endian bytes, what its hash is
+    /// taken of, into `buf`); false when it is empty.
+    fn read(&self, i: u32, out: &mut Vec<u64>, buf: &mut Vec<u8>) -> std::io::Result<bool> {
         out.clear();
         let Some(at) = self.graph.shingles.get(i as usize).copied().flatten() else { return Ok(false) };
-        self.graph.spill.read_at(at, &mut self.buf)?;
-        spill::from_bytes(&self.buf, u64::from_le_bytes, out);
+        self.graph.spill.read_at(at, buf)?;
+        spill::from_bytes(buf, u64::from_le_bytes, out);
         out.retain(|x| !self.boilerplate.contains(x));
-        spill::to_bytes(out, u64::to_le_bytes, &mut self.buf);
+        spill::to_bytes(out, u64::to_le_bytes, buf);
         Ok(!out.is_empty())
+    }
+
+    /// Each instruction that is not generic and whose set is not empty, in order, with its
+    /// set's hash and its signature's band keys.
+    fn signed(&self) -> std::io::Result<Vec<(u32, (u64, minhash::BandKeys))>> {
+        let g = self.graph;
+        let signed: std::io::Result<Vec<Option<_>>> = (0..g.instructions.len() as u32)
+            .into_par_iter()
+            .map_init(
+                || (Vec::new(), Vec::new()),
+                |(set, buf), i| {
+                    if g.generic.get(i as usize).is_none_or(|g| *g) || !self.read(i, set, buf)? {
+                        return Ok(None);
+                    }
+                    Ok(Some((i, (minhash::hash64(buf), minhash::band_keys(&minhash::signature(set))))))
+                },
+            )
+            .collect();
+        Ok(signed?.into_iter().flatten().collect())
+    }
+
+    /// The pairs of `candidates` (sorted) whose sets' Jaccard similarity is at least `least`.
+    fn similar(&self, candidates: &[(u32, u32)], least: f64) -> std::io::Result<Vec<NearLink>> {
+        let found: std::io::Result<Vec<Vec<NearLink>>> = candidates
+            .par_chunk_by(|x, y| x.0 == y.0)
+            .map_init(
+                || (Vec::new(), Vec::new(), Vec::new()),
+                |(set, other, buf), run| {
+                    let mut near = Vec::new();
+                    let Some(&(a, _)) = run.first() else { return Ok(near) };
+                    self.read(a, set, buf)?;
+                    for &(_, b) in run {
+                        self.read(b, other, buf)?;
+                        let j = minhash::jaccard(set, other);
+                        if j >= least {
+                            near.push((a, b, j));
+                        }
+                    }
+                    Ok(near)
+                },
+            )
+            .collect();
+        Ok(found?.into_iter().flatten().collect())
     }
 }
 
@@ -570,9 +608,10 @@ impl Sets<'_> {
 /// `spilled / floor` counters (not one per distinct shingle): a Misra-Gries pass keeps every
 /// shingle more frequent than `spilled / (k + 1)` among its `k` candidates, and a second pass
 /// counts the candidates.
-fn frequent_shingles(spill: &mut SpillReader, spilled: u64, floor: u64) -> std::io::Result<HashSet<u64>> {
+fn frequent_shingles(spill: &mut SpillReader, spilled: u64, floor: u64) -> std::io::Result<FxHashSet<u64>> {
     let k = (spilled / floor.max(1) + 1) as usize;
-    let mut counts: HashMap<u64, u64> = HashMap::with_capacity(k + 1);
+    // Shingles are XXH3 hashes already: SipHash over them was half of this pass.
+    let mut counts: FxHashMap<u64, u64> = FxHashMap::with_capacity_and_hasher(k + 1, Default::default());
     let mut set = Vec::new();
     spill.each(|entry| {
         spill::from_bytes(entry, u64::from_le_bytes, &mut set);
@@ -699,7 +738,7 @@ mod tests {
         let mut reader = spill.reader().expect("reader");
         let spilled = sets.iter().map(|s| s.len() as u64).sum();
         for floor in 1..=40 {
-            let want: HashSet<u64> = df.iter().filter(|&(_, &c)| c >= floor).map(|(x, _)| *x).collect();
+            let want: FxHashSet<u64> = df.iter().filter(|&(_, &c)| c >= floor).map(|(x, _)| *x).collect();
             let got = frequent_shingles(&mut reader, spilled, floor).expect("count");
             assert_eq!(got, want, "floor {floor}");
             if floor == 10 {

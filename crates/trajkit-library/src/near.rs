@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
+use rayon::prelude::*;
 use serde_json::Value;
 use trajkit_model::Trajectory;
 
@@ -81,20 +82,24 @@ impl Collector {
                 by_cluster.entry(c).or_default().push((digest.as_str(), *at));
             }
         }
-        let mut spill = self.spill.reader()?;
-        let mut buf = Vec::new();
-        let mut out = Vec::new();
-        for members in by_cluster.values_mut().filter(|m| m.len() > 1) {
-            members.sort_by(|a, b| a.0.cmp(b.0));
-            let mut sketches = Vec::with_capacity(members.len());
-            for &(digest, at) in members.iter() {
-                spill.read_at(at, &mut buf)?;
-                let mut sketch = Vec::new();
-                spill::from_bytes(&buf, u32::from_le_bytes, &mut sketch);
-                sketches.push((digest, sketch));
-            }
-            out.extend(group_cluster(&sketches, threshold));
-        }
+        let spill = self.spill.reader()?;
+        // Clusters are grouped apart, on every core.
+        let clusters: Vec<_> = by_cluster.into_values().filter(|m| m.len() > 1).collect();
+        let groups: std::io::Result<Vec<Vec<Member>>> = clusters
+            .into_par_iter()
+            .map_init(Vec::new, |buf, mut members| {
+                members.sort_by(|a, b| a.0.cmp(b.0));
+                let mut sketches = Vec::with_capacity(members.len());
+                for &(digest, at) in members.iter() {
+                    spill.read_at(at, buf)?;
+                    let mut sketch = Vec::new();
+                    spill::from_bytes(buf, u32::from_le_bytes, &mut sketch);
+                    sketches.push((digest, sketch));
+                }
+                Ok(group_cluster(&sketches, threshold))
+            })
+            .collect();
+        let mut out: Vec<Member> = groups?.into_iter().flatten().collect();
         out.sort_by(|a, b| a.interaction_digest.cmp(&b.interaction_digest));
         Ok(out)
     }

@@ -72,11 +72,31 @@ pub struct SpillReader {
 }
 
 impl SpillReader {
-    /// The entry at `at` (a position `push` returned), into `buf`.
-    pub fn read_at(&mut self, at: u64, buf: &mut Vec<u8>) -> std::io::Result<()> {
-        let Some(file) = self.file.as_mut() else { return Err(ErrorKind::UnexpectedEof.into()) };
-        file.seek(SeekFrom::Start(at))?;
-        read_entry(file, buf)
+    /// The entry at `at` (a position `push` returned), into `buf`: one positioned read for
+    /// an entry of up to `FIRST_READ` bytes (finalize reads one per candidate pair), and the
+    /// reader is not moved, so threads can share it.
+    pub fn read_at(&self, at: u64, buf: &mut Vec<u8>) -> std::io::Result<()> {
+        let Some(file) = self.file.as_ref() else { return Err(ErrorKind::UnexpectedEof.into()) };
+        buf.clear();
+        buf.resize(FIRST_READ, 0);
+        let mut got = 0;
+        while got < 4 {
+            match read_at(file, &mut buf[got..], at + got as u64)? {
+                0 => return Err(ErrorKind::UnexpectedEof.into()),
+                n => got += n,
+            }
+        }
+        let len = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+        buf.resize(len.max(FIRST_READ - 4) + 4, 0);
+        while got < len + 4 {
+            match read_at(file, &mut buf[got..len + 4], at + got as u64)? {
+                0 => return Err(ErrorKind::UnexpectedEof.into()),
+                n => got += n,
+            }
+        }
+        buf.truncate(len + 4);
+        buf.drain(..4);
+        Ok(())
     }
 
     /// Calls `f` with every entry, in the order written.
@@ -93,6 +113,18 @@ impl SpillReader {
             f(&buf);
         }
     }
+}
+
+/// Bytes `SpillReader::read_at` asks for first: most entries (an instruction's shingles, a
+/// sketch) are shorter.
+const FIRST_READ: usize = 8 << 10;
+
+/// Reads from `file` at `offset` into `buf`, without moving the file's position.
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    #[cfg(unix)]
+    return std::os::unix::fs::FileExt::read_at(file, buf, offset);
+    #[cfg(windows)]
+    return std::os::windows::fs::FileExt::seek_read(file, buf, offset);
 }
 
 /// Reads one length-prefixed entry into `buf` (left empty at the end of the file).
@@ -138,6 +170,36 @@ mod tests {
         let mut all = Vec::new();
         r.each(|e| all.push(e.to_vec())).expect("each");
         assert_eq!(all, [b"abc".to_vec(), Vec::new(), b"xyz".to_vec()]);
+    }
+
+    #[test]
+    fn entries_longer_than_the_first_read_and_at_the_end_come_back_whole() {
+        // Synthetic: entries on both sides of `FIRST_READ`, the last one shorter than it at
+        // the end of the file, read back from two threads sharing the reader.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut s = Spill::in_dir(dir.path());
+        let entries: Vec<Vec<u8>> = [FIRST_READ - 5, FIRST_READ - 4, FIRST_READ - 3, 3 * FIRST_READ + 1, 1, 7]
+            .iter()
+            .map(|&n| (0..n).map(|i| (i % 251) as u8).collect())
+            .collect();
+        let at: Vec<u64> = entries.iter().map(|e| s.push(&[e])).collect();
+        let r = s.reader().expect("reader");
+        std::thread::scope(|scope| {
+            for _ in 0..2 {
+                scope.spawn(|| {
+                    let mut buf = Vec::new();
+                    for (e, &p) in entries.iter().zip(&at).rev() {
+                        r.read_at(p, &mut buf).expect("read");
+                        assert_eq!(&buf, e);
+                    }
+                });
+            }
+        });
+        // The file's end, and a position whose length runs past it: no entry.
+        let end = at.last().copied().unwrap_or_default() + 4 + 7;
+        for p in [end, end - 7] {
+            assert_eq!(r.read_at(p, &mut Vec::new()).map_err(|e| e.kind()), Err(ErrorKind::UnexpectedEof), "{p}");
+        }
     }
 
     #[test]
