@@ -72,20 +72,34 @@ pub(crate) fn finalize_from(
     // The record ids taken (one per trajectory) are not needed past the merge.
     let Merge { index, reports, tasks, near, contamination: fingerprints, ids, .. } = merge;
     drop(ids);
-    // The index writer is still inserting the last partial's rows (it is the slower side of
-    // the merge): task clusters and near-duplicate groups, in memory, are computed meanwhile.
+    // The index writer may still be inserting the last partial's rows: task clusters, in
+    // memory, are computed meanwhile.
     progress.stage("task clusters");
     let clusters = tasks.cluster(&opts.clusters, &opts.split).map_err(|source| LibraryError::Io {
         path: index_path.with_file_name("task cluster shingles (temporary file)"),
         source,
     })?;
-    let members = near.group(&clusters, opts.clusters.trajectory_similarity).map_err(|source| LibraryError::Io {
-        path: index_path.with_file_name("near-duplicate sketches (temporary file)"),
-        source,
+    // Near-duplicate groups are made on other threads while the clusters go into the index.
+    let (members, conn) = std::thread::scope(|s| {
+        let clusters = &clusters;
+        let grouping = s.spawn(move || near.group(clusters, opts.clusters.trajectory_similarity));
+        let written = index.finish().and_then(|conn| {
+            cancelled(progress)?;
+            crate::clusters::write_index(&conn, &index_path, clusters)?;
+            Ok(conn)
+        });
+        let members = grouping
+            .join()
+            .map_err(|_| LibraryError::Invalid {
+                path: index_path.clone(),
+                message: "the near-duplicate grouping thread panicked".to_string(),
+            })?
+            .map_err(|source| LibraryError::Io {
+                path: index_path.with_file_name("near-duplicate sketches (temporary file)"),
+                source,
+            })?;
+        Ok::<_, LibraryError>((members, written?))
     })?;
-    let conn = index.finish()?;
-    cancelled(progress)?;
-    crate::clusters::write_index(&conn, &index_path, &clusters)?;
     // The clusters are in the index now; held on, their links (a few hundred bytes per
     // distinct task) stayed in memory through every later stage.
     drop(clusters);
