@@ -564,7 +564,7 @@ impl Sets<'_> {
     /// set's hash and its signature's band keys.
     fn signed(&self) -> std::io::Result<Vec<(u32, (u64, minhash::BandKeys))>> {
         let g = self.graph;
-        let signed: std::io::Result<Vec<Option<_>>> = (0..g.instructions.len() as u32)
+        (0..g.instructions.len() as u32)
             .into_par_iter()
             .map_init(
                 || (Vec::new(), Vec::new()),
@@ -575,8 +575,8 @@ impl Sets<'_> {
                     Ok(Some((i, (minhash::hash64(buf), minhash::band_keys(&minhash::signature(set))))))
                 },
             )
-            .collect();
-        Ok(signed?.into_iter().flatten().collect())
+            .filter_map(Result::transpose)
+            .collect()
     }
 
     /// The pairs of `candidates` (sorted) whose sets' Jaccard similarity is at least `least`.
