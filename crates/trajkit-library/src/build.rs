@@ -141,7 +141,8 @@ pub fn build_with(
     let streamed = std::thread::scope(|s| -> Result<Option<Merge>, LibraryError> {
         let Some(first) = plan.groups.first() else { return Ok(None) };
         let (tee, entries) = crossbeam_channel::bounded(MERGE_QUEUE);
-        let named = crate::plan::partial_dir(staging, first.index).join(crate::partial::ENTRIES);
+        // Errors name the partial: its entries never reach `entries.jsonl` here.
+        let named = crate::plan::partial_dir(staging, first.index);
         let merging = s.spawn(move || Merge::streamed(opts, staging, &named, entries));
         let mut tee = Some(tee);
         for group in &plan.groups {

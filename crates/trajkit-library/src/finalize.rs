@@ -278,7 +278,7 @@ impl Merge {
     /// (`entries`, until the sender is dropped; none goes through `entries.jsonl`): what
     /// `partial` does, done while the partial is read. The first partial's ids are the
     /// library's and its shards keep their numbers, so no entry waits for the partial's end.
-    /// `path` names the partial's entries in errors.
+    /// `path` names the partial in errors.
     pub(crate) fn streamed(
         opts: &BuildOptions,
         staging: &Path,
@@ -434,11 +434,12 @@ fn parse_entry<T: serde::de::DeserializeOwned>(path: &Path, n: usize, line: &[u8
     })
 }
 
-/// The number of the partial's shard a row names.
+/// The number of the partial's shard a row names; an error names the partial (`path`) and
+/// the entry (`n`, 0-based: its line in `entries.jsonl` when the entries went through it).
 fn local_shard(path: &Path, n: usize, shard: &str) -> Result<u32, LibraryError> {
     shard_number(shard).ok_or_else(|| LibraryError::Invalid {
         path: path.to_path_buf(),
-        message: format!("line {}: shard {shard:?} is not a partial's shard", n + 1),
+        message: format!("entry {}: shard {shard:?} is not a partial's shard", n + 1),
     })
 }
 
