@@ -84,7 +84,8 @@ pub fn row_from_sql(r: &SqlRow<'_>) -> rusqlite::Result<Row> {
 
 /// Streams every row, in library order, to a gzip JSON Lines file (level 1: this is
 /// on the build's critical path; the header carries no time stamp, so bytes are stable).
-/// Compressed on a thread of its own (`write_behind`): deflate took half of the stage.
+/// Deflated on a thread of its own (`write_behind`) while the rows are read and serialized
+/// here (serializing is most of the stage: 0.60 -> 0.55 s at 4 GB distinct).
 pub fn write_rows(conn: &Connection, index: &Path, out: &Path) -> Result<u64, LibraryError> {
     let sql = |source| LibraryError::Sqlite { path: index.to_path_buf(), source };
     let file = std::fs::File::create(out).map_err(LibraryError::io(out))?;
