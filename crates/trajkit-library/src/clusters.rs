@@ -122,9 +122,17 @@ pub struct Collector {
     nonempty: u64,
     /// Reused for a spill entry's bytes.
     buf: Vec<u8>,
-    /// (key id, instruction id or `u32::MAX`) -> an `evaluation_only` trajectory has it.
-    pairs: HashMap<(u32, u32), bool>,
+    /// (key id, instruction id or `u32::MAX`) -> its pair number.
+    pairs: HashMap<(u32, u32), u32>,
+    /// Per pair number: an `evaluation_only` trajectory has it.
+    evaluation: Vec<bool>,
 }
+
+/// A distinct (split key, instruction) pair, by number: what the near-duplicate collector
+/// keeps per interaction instead of the two strings (`Clusters::cluster_of` finds its
+/// cluster).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskPair(u32);
 
 const NO_INSTRUCTION: u32 = u32::MAX;
 
@@ -134,14 +142,13 @@ impl Collector {
         Collector { spill: Spill::in_dir(dir), ..Collector::default() }
     }
 
-    /// Notes one trajectory's row and, when its entry carries them, its shingles.
-    pub fn add(&mut self, row: &Row, shingles: Option<Vec<u64>>) {
-        let n = self.keys.len() as u32;
-        let key = *self.keys.entry(row.split_key.clone()).or_insert(n);
+    /// Notes one trajectory's row and, when its entry carries them, its shingles; returns
+    /// the row's (split key, instruction) pair.
+    pub fn add(&mut self, row: &Row, shingles: Option<Vec<u64>>) -> TaskPair {
+        let key = number(&mut self.keys, &row.split_key);
         let instruction = match &row.instruction_digest {
             Some(d) => {
-                let n = self.instructions.len() as u32;
-                let id = *self.instructions.entry(d.clone()).or_insert(n);
+                let id = number(&mut self.instructions, d);
                 if id as usize == self.shingles.len() {
                     self.shingles.push(None);
                 }
@@ -155,9 +162,27 @@ impl Collector {
             }
             None => NO_INSTRUCTION,
         };
-        let eval = self.pairs.entry((key, instruction)).or_insert(false);
-        *eval |= row.role == "evaluation_only";
+        let n = self.evaluation.len() as u32;
+        let pair = *self.pairs.entry((key, instruction)).or_insert(n);
+        if pair == n {
+            self.evaluation.push(false);
+        }
+        if let Some(e) = self.evaluation.get_mut(pair as usize) {
+            *e |= row.role == "evaluation_only";
+        }
+        TaskPair(pair)
     }
+}
+
+/// The number of `text` in `map`, a new one (the count so far) the first time: the string
+/// is copied only then.
+fn number(map: &mut HashMap<String, u32>, text: &str) -> u32 {
+    if let Some(&n) = map.get(text) {
+        return n;
+    }
+    let n = map.len() as u32;
+    map.insert(text.to_string(), n);
+    n
 }
 
 /// One distinct (split key, instruction) pair's cluster membership.
@@ -199,6 +224,19 @@ pub struct Clusters {
     /// Shingles treated as boilerplate, and the distinct instructions counted.
     pub boilerplate_shingles: u64,
     pub instructions: u64,
+    /// Per `TaskPair`, the number of its cluster (in the order clusters were made, not
+    /// `clusters`' order; `NO_CLUSTER` for none).
+    pair_clusters: Vec<u32>,
+}
+
+const NO_CLUSTER: u32 = u32::MAX;
+
+impl Clusters {
+    /// The cluster of a pair the collector numbered, as a number the same for every pair
+    /// of one cluster and different between clusters; `None` for a pair with no cluster.
+    pub fn cluster_of(&self, pair: TaskPair) -> Option<u32> {
+        self.pair_clusters.get(pair.0 as usize).copied().filter(|&c| c != NO_CLUSTER)
+    }
 }
 
 /// A link's strength from the anchor: exact links beat every near-duplicate one.
@@ -248,6 +286,7 @@ impl Collector {
                     similarity: (s * 10_000.0).round() / 10_000.0,
                 })
                 .collect(),
+            pair_clusters: vec![NO_CLUSTER; g.pairs.len()],
             ..Clusters::default()
         };
         let nodes: Vec<usize> = members.iter().map(|&(_, n)| n).collect();
@@ -275,7 +314,8 @@ struct Graph {
     /// Shingles spilled, and the instructions with at least one.
     spilled: u64,
     nonempty: u64,
-    pairs: BTreeMap<(u32, u32), bool>,
+    /// (key, instruction) -> (an `evaluation_only` trajectory has it, its `TaskPair`).
+    pairs: BTreeMap<(u32, u32), (bool, u32)>,
     /// Per instruction: a generic prompt that links nothing (see `ClusterOptions`).
     generic: Vec<bool>,
 }
@@ -290,12 +330,14 @@ impl Graph {
                 shingles[new as usize] = s;
             }
         }
+        let evaluation = c.evaluation;
         let pairs = c
             .pairs
             .into_iter()
-            .map(|((k, i), e)| {
+            .map(|((k, i), pair)| {
                 let i = if i == NO_INSTRUCTION { i } else { instr_map[i as usize] };
-                ((key_map[k as usize], i), e)
+                let e = evaluation.get(pair as usize).copied().unwrap_or(false);
+                ((key_map[k as usize], i), (e, pair))
             })
             .collect();
         let (spilled, nonempty) = (c.spilled, c.nonempty);
@@ -408,14 +450,18 @@ impl Graph {
         let eval_key = key_nodes
             .iter()
             .copied()
-            .find(|&k| self.pairs.range((k as u32, 0)..=(k as u32, u32::MAX)).any(|(_, &e)| e));
+            .find(|&k| self.pairs.range((k as u32, 0)..=(k as u32, u32::MAX)).any(|(_, &(e, _))| e));
         let protected = eval_key.is_some();
         let Some(anchor) = eval_key.or_else(|| key_nodes.first().copied()) else { return };
         let anchor_key = &self.keys[anchor];
         let id = format!("tc-{}", &hex(&Sha256::digest(anchor_key.as_bytes()))[..16]);
         let strength = widest_paths(anchor, adj);
+        let number = out.clusters.len() as u32;
         for k in &key_nodes {
-            for (&(_, i), _) in self.pairs.range((*k as u32, 0)..=(*k as u32, u32::MAX)) {
+            for (&(_, i), &(_, pair)) in self.pairs.range((*k as u32, 0)..=(*k as u32, u32::MAX)) {
+                if let Some(c) = out.pair_clusters.get_mut(pair as usize) {
+                    *c = number;
+                }
                 let reason = if *k == anchor {
                     Reason::SameKey
                 } else {
@@ -770,6 +816,39 @@ mod tests {
         assert_eq!(by_key["d-none"].instruction_digest, "");
         let protected = got.clusters.iter().find(|c| c.id == by_key["k-eval"].cluster).expect("cluster");
         assert_eq!((protected.anchor.as_str(), protected.split.as_str(), protected.keys), ("k-eval", PROTECTED, 3));
+    }
+
+    #[test]
+    fn a_task_pair_finds_the_cluster_its_link_names() {
+        // Synthetic: the same chain as above, a repeated pair and a second key of an
+        // instruction; the near-duplicate groups bucket interactions by `cluster_of`.
+        let base = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu";
+        let rows = [
+            row("k-eval", Some(base), "evaluation_only"),
+            row("a-copy", Some(base), "training"),
+            row("b-near", Some(&format!("{base} nu")), "training"),
+            row("c-other", Some("something else entirely different here"), "training"),
+            row("k-eval", Some(base), "training"),
+            row("d-none", None, "training"),
+            row("d-none", Some("something else entirely different here"), "training"),
+        ];
+        let mut c = Collector::default();
+        let pairs: Vec<TaskPair> = rows.iter().map(|(r, s)| c.add(r, s.clone())).collect();
+        assert_eq!(pairs[0], pairs[4]);
+        let got = c.cluster(&ClusterOptions::default(), &SplitConfig::default()).expect("cluster");
+        let link = |r: &Row| {
+            let instruction = r.instruction_digest.clone().unwrap_or_default();
+            got.links.iter().find(|l| l.split_key == r.split_key && l.instruction_digest == instruction).expect("link")
+        };
+        for (a, pa) in rows.iter().zip(&pairs) {
+            assert!(got.cluster_of(*pa).is_some());
+            for (b, pb) in rows.iter().zip(&pairs) {
+                let same = link(&a.0).cluster == link(&b.0).cluster;
+                assert_eq!(got.cluster_of(*pa) == got.cluster_of(*pb), same, "{} {}", a.0.split_key, b.0.split_key);
+            }
+        }
+        assert_eq!(got.clusters.len(), 2);
+        assert_eq!(got.cluster_of(TaskPair(pairs.len() as u32 + 1)), None);
     }
 
     #[test]

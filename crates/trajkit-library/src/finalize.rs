@@ -343,8 +343,8 @@ impl Merge {
     ) -> Result<(), LibraryError> {
         let msg = match entry {
             Entry::Trajectory { record_id, mut row, steps, calls, shingles, content, ngrams } => {
-                self.tasks.add(&row, shingles);
-                self.near.add(&row, content);
+                let task = self.tasks.add(&row, shingles);
+                self.near.add(&row.interaction_digest, task, content);
                 self.contamination.add(&row.interaction_digest, ngrams);
                 let local = local_shard(path, n, &row.shard)?;
                 row.id = match ids.and_then(|i| i.next()) {

@@ -6,6 +6,7 @@ pub mod clusters;
 pub mod contamination;
 pub mod coverage;
 pub mod dedup;
+mod digest;
 pub mod error;
 pub mod finalize;
 pub mod index;

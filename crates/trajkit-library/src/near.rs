@@ -12,9 +12,9 @@ use rayon::prelude::*;
 use serde_json::Value;
 use trajkit_model::Trajectory;
 
-use crate::clusters::Clusters;
+use crate::clusters::{Clusters, TaskPair};
+use crate::digest::Digest;
 use crate::minhash::{self, Signature};
-use crate::row::Row;
 use crate::spill::{self, Spill};
 
 /// The content sketch of a run: the text of its own steps' content, tool calls (name and
@@ -38,12 +38,13 @@ pub fn group_id(interaction_digest: &str) -> String {
     format!("near-{}", interaction_digest.get(..16).unwrap_or(interaction_digest))
 }
 
-/// Per distinct interaction: its task (split key, instruction digest) and where its sketch
-/// lies in the spill (held in memory, the sketches grew finalize by 0.5 KiB per distinct
-/// interaction).
+/// Per distinct interaction: its task (the tasks collector's number for its split key and
+/// instruction) and where its sketch lies in the spill. Held in memory, the sketches grew
+/// finalize by 0.5 KiB per distinct interaction; the digest and the task's two strings by
+/// about 200 bytes more than this 64-byte entry.
 #[derive(Default)]
 pub struct Collector {
-    items: HashMap<String, (String, String, Option<u64>)>,
+    items: HashMap<Digest, (TaskPair, Option<u64>)>,
     spill: Spill,
     /// Reused for a sketch's bytes.
     buf: Vec<u8>,
@@ -55,15 +56,12 @@ impl Collector {
         Collector { spill: Spill::in_dir(dir), ..Collector::default() }
     }
 
-    /// Notes a trajectory's interaction (the first row of each names its task).
-    pub fn add(&mut self, row: &Row, sketch: Option<Signature>) {
-        let e = self
-            .items
-            .entry(row.interaction_digest.clone())
-            .or_insert_with(|| (row.split_key.clone(), row.instruction_digest.clone().unwrap_or_default(), None));
-        if let (None, Some(sketch)) = (e.2, sketch) {
+    /// Notes a trajectory's interaction and task (the first row of each names its task).
+    pub fn add(&mut self, interaction_digest: &str, task: TaskPair, sketch: Option<Signature>) {
+        let e = self.items.entry(Digest::new(interaction_digest)).or_insert((task, None));
+        if let (None, Some(sketch)) = (e.1, sketch) {
             spill::to_bytes(&sketch, u32::to_le_bytes, &mut self.buf);
-            e.2 = Some(self.spill.push(&[&self.buf]));
+            e.1 = Some(self.spill.push(&[&self.buf]));
         }
     }
 
@@ -71,15 +69,10 @@ impl Collector {
     /// of at least two interactions, by digest, with their group and best similarity. Fails
     /// only reading the spill.
     pub fn group(self, clusters: &Clusters, threshold: f64) -> std::io::Result<Vec<Member>> {
-        let cluster_of: HashMap<(&str, &str), &str> = clusters
-            .links
-            .iter()
-            .map(|l| ((l.split_key.as_str(), l.instruction_digest.as_str()), l.cluster.as_str()))
-            .collect();
-        let mut by_cluster: BTreeMap<&str, Vec<(&str, u64)>> = BTreeMap::new();
-        for (digest, (key, instruction, at)) in &self.items {
-            if let (Some(c), Some(at)) = (cluster_of.get(&(key.as_str(), instruction.as_str())), at) {
-                by_cluster.entry(c).or_default().push((digest.as_str(), *at));
+        let mut by_cluster: BTreeMap<u32, Vec<(&Digest, u64)>> = BTreeMap::new();
+        for (digest, (task, at)) in &self.items {
+            if let (Some(c), Some(at)) = (clusters.cluster_of(*task), at) {
+                by_cluster.entry(c).or_default().push((digest, *at));
             }
         }
         let spill = self.spill.reader()?;
@@ -87,14 +80,15 @@ impl Collector {
         let clusters: Vec<_> = by_cluster.into_values().filter(|m| m.len() > 1).collect();
         let groups: std::io::Result<Vec<Vec<Member>>> = clusters
             .into_par_iter()
-            .map_init(Vec::new, |buf, mut members| {
-                members.sort_by(|a, b| a.0.cmp(b.0));
+            .map_init(Vec::new, |buf, members| {
+                let mut members: Vec<(String, u64)> = members.into_iter().map(|(d, at)| (d.to_string(), at)).collect();
+                members.sort_unstable();
                 let mut sketches = Vec::with_capacity(members.len());
-                for &(digest, at) in members.iter() {
-                    spill.read_at(at, buf)?;
+                for (digest, at) in &members {
+                    spill.read_at(*at, buf)?;
                     let mut sketch = Vec::new();
                     spill::from_bytes(buf, u32::from_le_bytes, &mut sketch);
-                    sketches.push((digest, sketch));
+                    sketches.push((digest.as_str(), sketch));
                 }
                 Ok(group_cluster(&sketches, threshold))
             })

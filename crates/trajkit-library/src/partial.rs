@@ -6,7 +6,7 @@
 //! A partial is written in a temporary sibling and renamed into place, replacing any
 //! earlier attempt's: a retried task never appends. Format: docs/scale-out.md.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fs::File;
 use std::hash::{Hash, Hasher};
 use std::io::{BufWriter, Write};
@@ -20,6 +20,7 @@ use trajkit_formats::{FileReport, InputFile, Options, Rejection, Sink};
 use trajkit_model::Trajectory;
 
 use crate::build::{make_row, step_rows, BuildOptions, Progress};
+use crate::digest::Digests;
 use crate::error::LibraryError;
 use crate::index::{CallRow, RejectionRow, StepRow};
 use crate::plan::{partial_dir, registry_of, FileGroup};
@@ -456,45 +457,6 @@ struct Signed {
 /// `Signed`, shared by the analyzer threads.
 type Signing = Arc<std::sync::Mutex<Signed>>;
 
-/// A set of digests. A lowercase hex one (SHA-256, XXH3), the usual case, is held as its
-/// digit count and packed digits, 33 bytes in the table, instead of a `String` and its
-/// 64-byte text: a local build is one partial, so these sets span the whole read and held
-/// as strings they grew it by about 200 bytes per distinct interaction. Other text is kept
-/// as it is.
-#[derive(Default)]
-struct Digests {
-    packed: HashSet<(u8, [u8; 32])>,
-    other: HashSet<Box<str>>,
-}
-
-impl Digests {
-    /// Adds `digest`; true when it was not there yet.
-    fn insert(&mut self, digest: &str) -> bool {
-        match pack(digest) {
-            Some(p) => self.packed.insert(p),
-            None => !self.other.contains(digest) && self.other.insert(digest.into()),
-        }
-    }
-}
-
-/// Up to 64 lowercase hex digits as (digit count, digits two to a byte); None for other text.
-fn pack(digest: &str) -> Option<(u8, [u8; 32])> {
-    let b = digest.as_bytes();
-    if b.len() > 64 {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, &c) in b.iter().enumerate() {
-        let v = match c {
-            b'0'..=b'9' => c - b'0',
-            b'a'..=b'f' => c - b'a' + 10,
-            _ => return None,
-        };
-        out[i / 2] |= v << (4 * (1 - i % 2));
-    }
-    Some((b.len() as u8, out))
-}
-
 /// The shingles of an instruction (none with the bench switch `signatures_off`).
 fn instruction_shingles(text: &str) -> Vec<u64> {
     if signatures_off() {
@@ -601,22 +563,6 @@ impl Sink for PartialSink<'_> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn digests_are_told_apart_exactly() {
-        // Synthetic: packing must not merge two different texts (a shorter digit string, a
-        // trailing zero, capitals, more than 64 digits) or miss a repeat.
-        let sha = "7d865e959b2466918c9863afca942d0fb89d7c9ac0c99bafc3749504ded97730";
-        let texts =
-            ["", "0", "00", "ab", "ab0", "AB", "aB", "0123456789abcdef", sha, &format!("{sha}0"), "not hex", "é"];
-        let mut d = Digests::default();
-        for t in texts {
-            assert!(d.insert(t), "first {t:?}");
-        }
-        for t in texts {
-            assert!(!d.insert(t), "repeat {t:?}");
-        }
-        assert_eq!((d.packed.len(), d.other.len()), (7, 5));
-    }
     #[derive(Debug, PartialEq, Serialize, Deserialize)]
     struct Arrays {
         #[serde(default, skip_serializing_if = "Option::is_none", with = "packed::u64s")]
