@@ -2,6 +2,8 @@
 //! case, as its digit count and packed digits instead of a `String` and its text. The sets
 //! and maps keyed by digest span the whole read of a local build, one entry per distinct
 //! interaction or instruction, so their size is how `build`'s memory grows with the corpus.
+use std::collections::HashMap;
+#[cfg(test)]
 use std::collections::HashSet;
 use std::fmt;
 
@@ -39,21 +41,28 @@ impl fmt::Display for Digest {
     }
 }
 
-/// A set of digests: packed hex ones take 33 bytes in the table (a `Digest` would take 40),
-/// other text is kept as it is.
+/// Digests, each with a few marks (bits): packed hex ones take 34 bytes in the table (a
+/// `Digest` would take 40), other text is kept as it is. One table holds what several sets
+/// of the same digests would (a build marks a digest's signatures made, then filed).
 #[derive(Default)]
 pub(crate) struct Digests {
-    packed: HashSet<(u8, [u8; 32])>,
-    other: HashSet<Box<str>>,
+    packed: HashMap<(u8, [u8; 32]), u8>,
+    other: HashMap<Box<str>, u8>,
 }
 
 impl Digests {
-    /// Adds `digest`; true when it was not there yet.
-    pub(crate) fn insert(&mut self, digest: &str) -> bool {
-        match pack(digest) {
-            Some(p) => self.packed.insert(p),
-            None => !self.other.contains(digest) && self.other.insert(digest.into()),
-        }
+    /// Sets mark `bit` on `digest`; true when it was not set yet.
+    pub(crate) fn mark(&mut self, digest: &str, bit: u8) -> bool {
+        let marks = match pack(digest) {
+            Some(p) => self.packed.entry(p).or_insert(0),
+            None => match self.other.get_mut(digest) {
+                Some(m) => m,
+                None => self.other.entry(digest.into()).or_insert(0),
+            },
+        };
+        let new = *marks & bit == 0;
+        *marks |= bit;
+        new
     }
 }
 
@@ -93,12 +102,19 @@ mod tests {
     fn digests_are_told_apart_exactly() {
         let mut d = Digests::default();
         for t in texts() {
-            assert!(d.insert(&t), "first {t:?}");
+            assert!(d.mark(&t, 1), "first {t:?}");
         }
         for t in texts() {
-            assert!(!d.insert(&t), "repeat {t:?}");
+            assert!(!d.mark(&t, 1), "repeat {t:?}");
         }
         assert_eq!((d.packed.len(), d.other.len()), (7, 5));
+        // A second mark is its own: first time true, whatever the first mark says.
+        for t in texts() {
+            assert!(d.mark(&t, 2), "second mark {t:?}");
+            assert!(!d.mark(&t, 2) && !d.mark(&t, 1), "both set {t:?}");
+        }
+        assert!(d.mark("ab00", 2) && d.mark("ab00", 1));
+        assert_eq!((d.packed.len(), d.other.len()), (8, 5));
     }
 
     #[test]

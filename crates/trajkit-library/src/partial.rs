@@ -230,12 +230,11 @@ fn write_partial(
         strict: opts.strict,
         strict_failure: None,
         progress,
-        instructions: Digests::default(),
-        sketches: Digests::default(),
+        signed: Signing::default(),
     };
     let mut files = 0u64;
     let mut start = 0;
-    let signed = Signing::default();
+    let signed = sink.signed.clone();
     while start < group.files.len() && !sink.should_stop() {
         let source = group.files[start].source;
         let run: Vec<InputFile> =
@@ -292,10 +291,9 @@ struct PartialSink<'a> {
     strict: bool,
     strict_failure: Option<String>,
     progress: &'a dyn Progress,
-    /// Instruction digests whose shingles this partial has written.
-    instructions: Digests,
-    /// Interaction digests whose content sketch this partial has written.
-    sketches: Digests,
+    /// The digests the analyzers made signatures of (`MADE`), and those whose signatures
+    /// this partial has written (`FILED`).
+    signed: Signing,
 }
 
 /// Counts of ids seen so far, by hash (the `~N` suffixes).
@@ -337,6 +335,14 @@ impl PartialSink<'_> {
         self.entries.write_all(&self.line).map_err(LibraryError::io(path))
     }
 
+    /// Marks `digest` in the set `which` picks as filed; true the first time.
+    fn filed(&self, which: fn(&mut Signed) -> &mut Digests, digest: &str) -> bool {
+        match self.signed.lock() {
+            Ok(mut s) => which(&mut s).mark(digest, FILED),
+            Err(_) => true,
+        }
+    }
+
     /// The content sketch to write with this record: on the first record of each interaction
     /// only. The analyzers sketch the first copy they meet; when that copy was not filed (a
     /// repeated line), the sketch is made here from the canonical record.
@@ -346,7 +352,7 @@ impl PartialSink<'_> {
         content: Option<Signatures>,
         canonical: &[u8],
     ) -> Result<Signatures, LibraryError> {
-        if !self.sketches.insert(&row.interaction_digest) {
+        if !self.filed(|s| &mut s.interactions, &row.interaction_digest) {
             return Ok(Signatures::default());
         }
         if let Some(c) = content {
@@ -362,7 +368,7 @@ impl PartialSink<'_> {
         let Analysis { mut row, steps, calls, shingles, content } = analysis;
         let Signatures { sketch: content, fingerprints: ngrams } = self.content_once(&row, content, canonical)?;
         let shingles = match &row.instruction_digest {
-            Some(d) if self.instructions.insert(d) => Some(match shingles {
+            Some(d) if self.filed(|s| &mut s.instructions, d) => Some(match shingles {
                 Some(s) => s,
                 None => shingles_of_record(canonical, &row.path)?,
             }),
@@ -434,8 +440,8 @@ fn analyzer(source: &ResolvedSource, split: &SplitConfig, signed: Signing) -> tr
         // keys them by digest.
         let (instruction, interaction) = match signed.lock() {
             Ok(mut s) => (
-                row.instruction_digest.as_deref().is_some_and(|d| s.instructions.insert(d)),
-                s.interactions.insert(&row.interaction_digest) || sign_every(),
+                row.instruction_digest.as_deref().is_some_and(|d| s.instructions.mark(d, MADE)),
+                s.interactions.mark(&row.interaction_digest, MADE) || sign_every(),
             ),
             Err(_) => (true, true),
         };
@@ -445,16 +451,22 @@ fn analyzer(source: &ResolvedSource, split: &SplitConfig, signed: Signing) -> tr
     })
 }
 
-/// The digests whose signatures the analyzer threads of this partial have made.
+/// The digests of this partial whose signatures the analyzer threads have made (`MADE`) and
+/// the sink has filed (`FILED`). Which copy of a digest an analyzer meets first is not the
+/// first one filed; one table per kind holds both marks (two sets held each digest twice,
+/// for the whole read of a local build).
 #[derive(Default)]
 struct Signed {
-    /// Instruction digests whose shingles were made.
+    /// Instruction digests (shingles).
     instructions: Digests,
-    /// Interaction digests whose content was sketched.
+    /// Interaction digests (content sketch and fingerprints).
     interactions: Digests,
 }
 
-/// `Signed`, shared by the analyzer threads.
+const MADE: u8 = 1;
+const FILED: u8 = 2;
+
+/// `Signed`, shared by the analyzer threads and the sink.
 type Signing = Arc<std::sync::Mutex<Signed>>;
 
 /// The shingles of an instruction (none with the bench switch `signatures_off`).
