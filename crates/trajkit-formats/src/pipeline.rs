@@ -90,9 +90,12 @@ pub trait Sink {
 }
 
 /// Plain JSON Lines files are mapped this many bytes at a time (`Producer::mapped_lines`),
-/// from an offset that is a multiple of `MAP_ALIGN` (the page size of every platform).
+/// from an offset that is a multiple of `MAP_ALIGN` (the page size of every platform). A
+/// window stays mapped, and its pages resident, until the last batch with a record in it is
+/// done: 32 MiB windows held about 25 MiB more of a build's peak than 8 MiB ones, for the
+/// same CPU (docs/PERFORMANCE.md, step 96).
 #[cfg(not(test))]
-const MAP_WINDOW: u64 = 32 << 20;
+const MAP_WINDOW: u64 = 8 << 20;
 /// Small in unit tests, so that lines cross windows and outgrow them.
 #[cfg(test)]
 const MAP_WINDOW: u64 = 256 << 10;
@@ -253,7 +256,10 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
         .collect();
 
     let locate = work.unread();
-    let (tx, rx) = bounded::<Batch>(4);
+    // Batches waiting for the parallel stage: each holds up to `BATCH_BYTES` of input
+    // (mapped pages or its buffer). Two keep the workers fed (the producer only finds line
+    // ends); four held 16 MiB more for no speed (step 96).
+    let (tx, rx) = bounded::<Batch>(2);
     let (recycle_tx, recycle_rx) = bounded::<Batch>(8);
     let producer_plans: Vec<ProducerJob> = plans
         .iter_mut()
