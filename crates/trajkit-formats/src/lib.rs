@@ -55,6 +55,6 @@ pub mod truncation;
 pub use error::FormatError;
 pub use input::{discover, InputFile};
 pub use paths::{read_paths, read_paths_analyzed, ReadOutcome, ReadRequest};
-pub use pipeline::{consumption_edges, read_inputs, Options, Sink};
+pub use pipeline::{consumption_edges, read_files, read_inputs, Options, Sink};
 pub use rejection::{Problem, Reason, Rejection};
 pub use report::FileReport;

@@ -237,6 +237,23 @@ fn mapping_pool() -> Result<Option<rayon::ThreadPool>, FormatError> {
 
 /// Reads every file, calling the sink in input order; returns one report per file.
 pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -> Result<Vec<FileReport>, FormatError> {
+    read_all(files, opts, sink, true)
+}
+
+/// Reads every file like `read_inputs`, for a sink that keeps what it needs of each file's
+/// report (`Sink::file_done`): a file's plan and report are freed when the file is done,
+/// so a corpus of many small files holds no state per finished file.
+pub fn read_files(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -> Result<(), FormatError> {
+    read_all(files, opts, sink, false).map(drop)
+}
+
+/// The read driver; with `keep` false it returns no reports.
+fn read_all(
+    files: Vec<InputFile>,
+    opts: &Options,
+    sink: &mut dyn Sink,
+    keep: bool,
+) -> Result<Vec<FileReport>, FormatError> {
     input::begin_run();
     let forced = forced_reader(opts)?;
     let limit = opts.record_limit();
@@ -268,8 +285,15 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
             (p.file.clone(), p.reader.filter(|_| wanted), p.layout, p.stdin.take(), p.parquet)
         })
         .collect();
-    let stage_jobs: Vec<(Option<&'static dyn Reader>, Arc<InputFile>)> =
-        plans.iter().map(|p| (p.reader, p.file.clone())).collect();
+    // The stage drops a file's job once its end has gone by.
+    let mut stage_jobs: Vec<Option<(&'static dyn Reader, Arc<InputFile>)>> =
+        plans.iter().map(|p| Some((p.reader?, p.file.clone()))).collect();
+    // Each plan is freed when its file is done (its report kept first, if asked for).
+    let mut plans: Vec<Option<Box<Plan>>> = plans.into_iter().map(|p| Some(Box::new(p))).collect();
+    let mut reports: Vec<FileReport> = Vec::new();
+    if keep {
+        reports.resize_with(plans.len(), FileReport::default);
+    }
     let producer = std::thread::spawn(move || {
         let mut out = Producer { tx, recycled: recycle_rx, batch: Batch::default(), limit, locate };
         for (idx, (file, reader, layout, stdin, parquet)) in producer_plans.into_iter().enumerate() {
@@ -301,7 +325,7 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
                     .map(|item| match item {
                         Item::Early(r) => early_read.get(r.file).and_then(|m| m.lock().ok()?.take()).map(|p| *p),
                         Item::Record(r) => match stage_jobs.get(r.file) {
-                            Some((Some(reader), file)) => {
+                            Some(Some((reader, file))) => {
                                 let work =
                                     Work { canonical, keep, outcomes: outcomes.as_deref(), analyze: analyze.as_ref() };
                                 Some(process(*reader, batch.bytes(r), r, file, work, None, false))
@@ -316,6 +340,13 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
                 Some(p) => p.install(map),
                 None => map(),
             };
+            for item in &batch.items {
+                if let Item::End(idx, _) = item {
+                    if let Some(job) = stage_jobs.get_mut(*idx) {
+                        *job = None;
+                    }
+                }
+            }
             if done_tx.send((batch, processed)).is_err() {
                 return;
             }
@@ -330,7 +361,9 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
         for (item, p) in batch.items.drain(..).zip(processed) {
             match (item, p) {
                 (Item::Record(rec) | Item::Early(rec), Some(p)) => {
-                    let plan = &mut plans[rec.file];
+                    let Some(plan) = plans.get_mut(rec.file).and_then(Option::as_deref_mut) else {
+                        continue;
+                    };
                     apply(plan, states.entry(rec.file).or_default(), &rec, p, sink);
                     if sink.should_stop() {
                         sink.file_done(&plan.report);
@@ -338,12 +371,17 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
                     }
                 }
                 (Item::End(idx, err), _) => {
-                    let plan = &mut plans[idx];
+                    let Some(mut plan) = plans.get_mut(idx).and_then(Option::take) else {
+                        continue;
+                    };
                     states.remove(&idx);
                     if let Some(e) = err {
                         plan.report.error = Some(e);
                     }
                     sink.file_done(&plan.report);
+                    if let Some(slot) = reports.get_mut(idx) {
+                        *slot = plan.report;
+                    }
                 }
                 (Item::Record(_) | Item::Early(_), None) => {}
             }
@@ -356,7 +394,13 @@ pub fn read_inputs(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) -
     if !(stage_ok && producer_ok) {
         return Err(FormatError::Internal("a reading thread failed; results are incomplete".into()));
     }
-    Ok(plans.into_iter().map(|p| p.report).collect())
+    // Files not done (a stop) report what was read of them.
+    for (slot, plan) in reports.iter_mut().zip(plans) {
+        if let Some(plan) = plan {
+            *slot = plan.report;
+        }
+    }
+    Ok(reports)
 }
 
 /// The reader `opts.format` forces, if any.
@@ -1584,6 +1628,35 @@ mod tests {
         assert_eq!(unhashed.2, hashed.2);
         assert_eq!(unhashed.1, hashed.1);
         assert_eq!(unhashed.0, hashed.0);
+    }
+
+    /// `read_files` (each plan freed when its file is done) gives the sink what
+    /// `read_inputs` gives it on every real fixture: the same records, rejections and
+    /// reports, in the same order, and the reports `read_inputs` returns are those.
+    #[test]
+    fn reading_without_keeping_reports_tells_the_sink_the_same() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/real");
+        let (files, _) = crate::discover(&[root]);
+        #[derive(Default, PartialEq, Debug)]
+        struct Told(Vec<String>, Vec<FileReport>);
+        impl Sink for Told {
+            fn trajectory(&mut self, f: &InputFile, t: Option<&Trajectory>, _: Option<&[u8]>) {
+                self.0.push(format!("{} {:?}", f.display, t.map(|t| (&t.id, &t.content_digest))));
+            }
+            fn rejection(&mut self, r: &Rejection) {
+                self.0.push(format!("{} {:?}", r.location(), r.reason));
+            }
+            fn file_done(&mut self, report: &FileReport) {
+                self.1.push(report.clone());
+            }
+        }
+        let opts = Options { records: true, ..Options::default() };
+        let (mut kept, mut freed) = (Told::default(), Told::default());
+        let reports = read_inputs(files.clone(), &opts, &mut kept).expect("read_inputs");
+        read_files(files.clone(), &opts, &mut freed).expect("read_files");
+        assert_eq!((kept.0.len(), kept.1.len()), (529 + 252, files.len()));
+        assert_eq!(kept, freed);
+        assert_eq!(reports, kept.1);
     }
 
     /// Synthetic: a line longer than a mapped window sends the rest of the file down the

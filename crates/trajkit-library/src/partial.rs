@@ -255,9 +255,9 @@ fn write_partial(
             analyze: Some(analyzer(resolved, &opts.split, signed.clone())),
             max_record_bytes: opts.max_record_bytes,
         };
-        let got = trajkit_formats::read_inputs(run, &read_opts, &mut sink)
+        files += run.len() as u64;
+        trajkit_formats::read_files(run, &read_opts, &mut sink)
             .map_err(|e| LibraryError::Invalid { path: PathBuf::from(&src.name), message: e.to_string() })?;
-        files += got.len() as u64;
     }
     let PartialSink { shards, error, strict_failure, ordinal, mut entries, tee, .. } = sink;
     // The merge taking the entries ends with them, while the shards are finished.
