@@ -158,12 +158,16 @@ fn remove_leftovers(output: &Path) {
     }
 }
 
-/// Writes pretty JSON atomically (temporary file in the same directory, then rename).
+/// Writes pretty JSON atomically (temporary file in the same directory, then rename),
+/// streamed: `coverage.json` of a many-file corpus is megabytes (docs/PERFORMANCE.md, step 97).
 pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), LibraryError> {
-    let mut bytes = serde_json::to_vec_pretty(value)
-        .map_err(|e| LibraryError::Invalid { path: path.to_path_buf(), message: e.to_string() })?;
-    bytes.push(b'\n');
-    write_atomic(path, &bytes)
+    let mut out = trajkit_io::AtomicFile::create(path).map_err(LibraryError::io(path))?;
+    serde_json::to_writer_pretty(&mut out, value).map_err(|e| match e.is_io() {
+        true => LibraryError::Io { path: path.to_path_buf(), source: e.into() },
+        false => LibraryError::Invalid { path: path.to_path_buf(), message: e.to_string() },
+    })?;
+    out.write_all(b"\n").map_err(LibraryError::io(path))?;
+    out.finish().map(drop).map_err(LibraryError::io(path))
 }
 
 /// Writes bytes atomically (`trajkit_io`: temporary file, fsync, rename; mode 0666 less the umask).
