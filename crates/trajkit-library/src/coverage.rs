@@ -1,15 +1,18 @@
 //! `coverage.json`: per source and file, what was read, accepted and rejected (by
 //! reason), duplicates and gaps — the same counters `trajkit inspect --json` reports.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
-use serde::Serialize;
+use serde::ser::{Error as _, SerializeSeq};
+use serde::{Serialize, Serializer};
 use trajkit_formats::FileReport;
 
 use crate::error::LibraryError;
 use crate::registry::Registry;
+use crate::spill::{Spill, SpillReader};
 
 /// Per source, how many content digests more than one of its trajectories has: one pass
 /// over the index for every source (a query per source read the whole index each time).
@@ -28,9 +31,93 @@ fn repeated_content(conn: &Connection, index: &Path) -> Result<BTreeMap<String, 
 /// What `coverage.json` says of all the sources.
 const DESCRIPTION: &str = "per source and file: records read, accepted, rejected by reason (formats deliberately excluded, such as BFCL final-call outputs, are rejection reasons), byte-identical repeats within a file (duplicate_records), gaps by kind; see docs/library.md";
 
-/// The coverage document, serialized from the reports it borrows: a `Value` tree of every
-/// file's report cost about ten times the file's text, the build's peak on many-file
-/// corpora (docs/PERFORMANCE.md, step 97). Fields in name order, as the document was.
+/// The file reports as the merge meets them: each source's totals in memory, each report
+/// spilled (in the staging directory) until `coverage.json` lists it, so the build holds
+/// nothing per file for it (docs/PERFORMANCE.md, step 98).
+pub struct Collector {
+    dir: PathBuf,
+    /// By source number (index into the registry).
+    sources: Vec<(Totals, Spill)>,
+    /// The report being spilled (compact JSON).
+    line: Vec<u8>,
+}
+
+/// A source's figures summed over its files.
+#[derive(Default)]
+struct Totals {
+    files: usize,
+    files_by_format: BTreeMap<String, u64>,
+    files_unreadable: usize,
+    records: u64,
+    accepted: u64,
+    subagents: u64,
+    rejected: u64,
+    rejected_by_reason: BTreeMap<String, u64>,
+    duplicate_records: u64,
+    steps: u64,
+    tool_calls: u64,
+    gaps: BTreeMap<String, u64>,
+}
+
+impl Totals {
+    fn add(&mut self, r: &FileReport) {
+        self.files += 1;
+        *self.files_by_format.entry(r.format.clone().unwrap_or_else(|| "unrecognised".into())).or_default() += 1;
+        self.files_unreadable += usize::from(r.error.is_some());
+        self.records += r.records;
+        self.accepted += r.trajectories;
+        self.subagents += r.subagents;
+        self.rejected += r.rejected;
+        add_map(&mut self.rejected_by_reason, &r.reasons);
+        self.duplicate_records += r.duplicate_records;
+        self.steps += r.steps;
+        self.tool_calls += r.tool_calls;
+        add_map(&mut self.gaps, &r.gaps);
+    }
+}
+
+/// Adds each count of `from` to `into`.
+fn add_map(into: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>) {
+    for (k, v) in from {
+        match into.get_mut(k) {
+            Some(n) => *n += v,
+            None => {
+                into.insert(k.clone(), *v);
+            }
+        }
+    }
+}
+
+impl Collector {
+    /// A collector whose spills are made in `dir`.
+    pub fn in_dir(dir: &Path) -> Collector {
+        Collector { dir: dir.to_path_buf(), sources: Vec::new(), line: Vec::new() }
+    }
+
+    /// Counts and spills the report of a file of source `source`.
+    pub fn add(&mut self, source: usize, report: &FileReport) {
+        while self.sources.len() <= source {
+            self.sources.push((Totals::default(), Spill::in_dir(&self.dir)));
+        }
+        let Some((totals, spill)) = self.sources.get_mut(source) else { return };
+        totals.add(report);
+        self.line.clear();
+        // Writing a struct of strings and numbers to a vector does not fail.
+        if serde_json::to_writer(&mut self.line, report).is_ok() {
+            spill.push(&[&self.line]);
+        }
+    }
+
+    /// Records, rejections and unreadable files over every source (the build's figures).
+    pub fn figures(&self) -> (u64, u64, u64) {
+        let sum = |f: fn(&Totals) -> u64| self.sources.iter().map(|(t, _)| f(t)).sum::<u64>();
+        (sum(|t| t.records), sum(|t| t.rejected), sum(|t| t.files_unreadable as u64))
+    }
+}
+
+/// The coverage document; each source's files are read back from their spill while it
+/// is written (a `Value` tree of every report cost about ten times the file's text).
+/// Fields in name order, as the document always was.
 #[derive(Serialize)]
 pub struct Coverage<'a> {
     description: &'static str,
@@ -44,18 +131,47 @@ struct SourceCoverage<'a> {
     duplicate_groups_across_files: u64,
     duplicate_records: u64,
     files: usize,
-    files_by_format: BTreeMap<&'a str, u64>,
+    files_by_format: BTreeMap<String, u64>,
     files_unreadable: usize,
-    gaps: BTreeMap<&'a str, u64>,
-    per_file: Vec<PerFile<'a>>,
+    gaps: BTreeMap<String, u64>,
+    per_file: PerFiles,
     records: u64,
     rejected: u64,
-    rejected_by_reason: BTreeMap<&'a str, u64>,
+    rejected_by_reason: BTreeMap<String, u64>,
     role: &'a str,
     source: &'a str,
     steps: u64,
     subagents: u64,
     tool_calls: u64,
+}
+
+/// A source's spilled reports, listed in the order the files were read.
+struct PerFiles(RefCell<Option<SpillReader>>);
+
+impl Serialize for PerFiles {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(None)?;
+        let (mut failed, mut refused) = (None, None);
+        if let Some(reader) = self.0.borrow_mut().as_mut() {
+            let read = reader.each(|bytes| {
+                if failed.is_some() || refused.is_some() {
+                    return;
+                }
+                match serde_json::from_slice::<FileReport>(bytes) {
+                    Ok(r) => refused = seq.serialize_element(&PerFile::of(&r)).err(),
+                    Err(e) => failed = Some(format!("a spilled file report: {e}")),
+                }
+            });
+            if let Err(e) = read {
+                failed.get_or_insert(format!("the spilled file reports: {e}"));
+            }
+        }
+        match (refused, failed) {
+            (Some(e), _) => Err(e),
+            (None, Some(message)) => Err(S::Error::custom(message)),
+            (None, None) => seq.end(),
+        }
+    }
 }
 
 /// A file's report with its fields in name order.
@@ -101,50 +217,39 @@ impl<'a> PerFile<'a> {
     }
 }
 
-/// Adds each count of `from` to `into`.
-fn add_map<'a>(into: &mut BTreeMap<&'a str, u64>, from: &'a BTreeMap<String, u64>) {
-    for (k, v) in from {
-        *into.entry(k.as_str()).or_default() += v;
-    }
-}
-
-/// Builds the coverage document from the per-file reports of the build.
+/// Builds the coverage document from the build's file reports.
 pub fn coverage<'a>(
     registry: &'a Registry,
-    reports: &'a [(usize, FileReport)],
+    reports: Collector,
     conn: &Connection,
     index: &Path,
 ) -> Result<Coverage<'a>, LibraryError> {
     let repeated = repeated_content(conn, index)?;
+    let mut collected = reports.sources.into_iter();
     let mut sources = Vec::new();
-    for (i, s) in registry.sources.iter().enumerate() {
-        let files: Vec<&FileReport> = reports.iter().filter(|(src, _)| *src == i).map(|(_, r)| r).collect();
-        let mut reasons = BTreeMap::new();
-        let mut gaps = BTreeMap::new();
-        let mut formats: BTreeMap<&str, u64> = BTreeMap::new();
-        for f in &files {
-            add_map(&mut reasons, &f.reasons);
-            add_map(&mut gaps, &f.gaps);
-            *formats.entry(f.format.as_deref().unwrap_or("unrecognised")).or_default() += 1;
-        }
-        let sum = |f: fn(&FileReport) -> u64| files.iter().map(|r| f(r)).sum::<u64>();
+    for s in &registry.sources {
+        let (t, spill) = collected.next().unwrap_or_else(|| (Totals::default(), Spill::default()));
+        let files = spill.reader().map_err(|source| LibraryError::Io {
+            path: index.with_file_name("file reports (temporary file)"),
+            source,
+        })?;
         sources.push(SourceCoverage {
-            accepted: sum(|r| r.trajectories),
+            accepted: t.accepted,
             duplicate_groups_across_files: repeated.get(&s.source.name).copied().unwrap_or(0),
-            duplicate_records: sum(|r| r.duplicate_records),
-            files: files.len(),
-            files_by_format: formats,
-            files_unreadable: files.iter().filter(|f| f.error.is_some()).count(),
-            gaps,
-            records: sum(|r| r.records),
-            rejected: sum(|r| r.rejected),
-            rejected_by_reason: reasons,
+            duplicate_records: t.duplicate_records,
+            files: t.files,
+            files_by_format: t.files_by_format,
+            files_unreadable: t.files_unreadable,
+            gaps: t.gaps,
+            per_file: PerFiles(RefCell::new(Some(files))),
+            records: t.records,
+            rejected: t.rejected,
+            rejected_by_reason: t.rejected_by_reason,
             role: s.source.role.as_str(),
             source: &s.source.name,
-            steps: sum(|r| r.steps),
-            subagents: sum(|r| r.subagents),
-            tool_calls: sum(|r| r.tool_calls),
-            per_file: files.into_iter().map(PerFile::of).collect(),
+            steps: t.steps,
+            subagents: t.subagents,
+            tool_calls: t.tool_calls,
         });
     }
     Ok(Coverage { description: DESCRIPTION, sources })
@@ -154,29 +259,62 @@ pub fn coverage<'a>(
 mod tests {
     use super::*;
 
+    /// Keeps nothing.
+    struct Nothing;
+
+    impl trajkit_formats::Sink for Nothing {
+        fn trajectory(
+            &mut self,
+            _: &trajkit_formats::InputFile,
+            _: Option<&trajkit_model::Trajectory>,
+            _: Option<&[u8]>,
+        ) {
+        }
+    }
+
+    /// The reports of the real fixtures.
+    fn real_reports() -> Vec<FileReport> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/real");
+        let (files, _) = trajkit_formats::discover(&[root]);
+        trajkit_formats::read_inputs(files, &Default::default(), &mut Nothing).expect("read")
+    }
+
     /// Each file's entry is the report's own serialization with its keys in name order
     /// (as the `Value` tree wrote it), on every real fixture: a field added to
     /// `FileReport` and not to `PerFile` fails here.
     #[test]
     fn a_file_entry_is_its_report_in_name_order() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/real");
-        let (files, _) = trajkit_formats::discover(&[root]);
-        struct Nothing;
-        impl trajkit_formats::Sink for Nothing {
-            fn trajectory(
-                &mut self,
-                _: &trajkit_formats::InputFile,
-                _: Option<&trajkit_model::Trajectory>,
-                _: Option<&[u8]>,
-            ) {
-            }
-        }
-        let reports = trajkit_formats::read_inputs(files, &Default::default(), &mut Nothing).expect("read");
+        let reports = real_reports();
         assert!(reports.iter().any(|r| r.error.is_some()) && reports.iter().any(|r| r.part_of.is_some()));
         for r in &reports {
             let typed = serde_json::to_string_pretty(&PerFile::of(r)).expect("typed");
             let tree = serde_json::to_string_pretty(&serde_json::to_value(r).expect("value")).expect("tree");
             assert_eq!(typed, tree, "{}", r.path);
+        }
+    }
+
+    /// Spilled by source and read back, the reports list as they came, each source its
+    /// own (here the real fixtures' files dealt to sources 0 and 2, none to 1), and the
+    /// totals are their sums.
+    #[test]
+    fn spilled_reports_list_in_order_by_source() {
+        let reports = real_reports();
+        let dir = tempfile::tempdir().expect("dir");
+        let mut collector = Collector::in_dir(dir.path());
+        let source = |i: usize| if i.is_multiple_of(3) { 0 } else { 2 };
+        for (i, r) in reports.iter().enumerate() {
+            collector.add(source(i), r);
+        }
+        let sum = |f: fn(&FileReport) -> u64| reports.iter().map(f).sum::<u64>();
+        let unreadable = reports.iter().filter(|r| r.error.is_some()).count() as u64;
+        assert_eq!(collector.figures(), (sum(|r| r.records), sum(|r| r.rejected), unreadable));
+        for (n, (totals, spill)) in collector.sources.into_iter().enumerate() {
+            let want: Vec<PerFile> =
+                reports.iter().enumerate().filter(|(i, _)| source(*i) == n).map(|(_, r)| PerFile::of(r)).collect();
+            assert_eq!(totals.files, want.len());
+            let listed = PerFiles(RefCell::new(Some(spill.reader().expect("reader"))));
+            let got = serde_json::to_string_pretty(&listed).expect("listed");
+            assert_eq!(got, serde_json::to_string_pretty(&want).expect("want"), "source {n}");
         }
     }
 }

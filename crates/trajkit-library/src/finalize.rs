@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::json;
-use trajkit_formats::FileReport;
 
 use crate::build::{BuildOptions, BuildSummary, Progress};
 use crate::error::LibraryError;
@@ -52,7 +51,7 @@ pub(crate) fn finalize_from(
         // A streamed merge's writer stops when it is dropped here, before the staging
         // directory (and the index in it) is removed.
         drop(streamed);
-        let mut summary = figures(&partials, &[], plan.warnings.clone());
+        let mut summary = figures(&partials, &crate::coverage::Collector::in_dir(staging), plan.warnings.clone());
         summary.strict_failure = Some(failure);
         return Ok(summary);
     }
@@ -139,7 +138,7 @@ pub(crate) fn finalize_from(
         rows_out::write_rows(&conn, &index_path, &staging.join(crate::read::ROWS_PATH))?;
         cancelled(progress)?;
         progress.stage("coverage");
-        let coverage = coverage::coverage(&registry, &reports, &conn, &index_path)?;
+        let coverage = coverage::coverage(&registry, reports, &conn, &index_path)?;
         layout::write_json(&staging.join("coverage.json"), &coverage)?;
         cancelled(progress)?;
         progress.stage("statistics");
@@ -181,13 +180,14 @@ fn read_summaries(plan: &BuildPlan, staging: &Path) -> Result<Vec<PartialSummary
 }
 
 /// The build's figures from its partials and file reports.
-fn figures(partials: &[PartialSummary], reports: &[(usize, FileReport)], warnings: Vec<String>) -> BuildSummary {
+fn figures(partials: &[PartialSummary], reports: &crate::coverage::Collector, warnings: Vec<String>) -> BuildSummary {
+    let (records, rejected, unreadable) = reports.figures();
     BuildSummary {
         files: partials.iter().map(|p| p.files).sum(),
-        records: reports.iter().map(|(_, r)| r.records).sum(),
+        records,
         trajectories: partials.iter().map(|p| p.trajectories).sum(),
-        rejected: reports.iter().map(|(_, r)| r.rejected).sum(),
-        unreadable: reports.iter().filter(|(_, r)| r.error.is_some()).count() as u64,
+        rejected,
+        unreadable,
         shards: partials.iter().map(|p| p.shards).sum(),
         warnings,
         strict_failure: None,
@@ -226,7 +226,8 @@ pub(crate) struct Merge {
     ordinal: u64,
     /// Shards placed so far (the next partial's shards are numbered from here).
     shards: u32,
-    reports: Vec<(usize, FileReport)>,
+    /// Each file's report, for `coverage.json` and the build's figures.
+    reports: crate::coverage::Collector,
     /// Instruction signatures for the task clusters.
     tasks: crate::clusters::Collector,
     /// Content sketches for the near-duplicate groups.
@@ -267,7 +268,7 @@ impl Merge {
             ids: HashMap::new(),
             ordinal: 0,
             shards: 0,
-            reports: Vec::new(),
+            reports: crate::coverage::Collector::in_dir(staging),
             tasks: crate::clusters::Collector::in_dir(staging),
             near: crate::near::Collector::in_dir(staging),
             contamination: crate::contamination::Collector::in_dir(staging),
@@ -363,7 +364,7 @@ impl Merge {
             Entry::Rejection(r) => Msg::Rejection(r),
             Entry::File { file, source, report } => {
                 let name = registry.sources.get(source).map(|s| s.source.name.clone()).unwrap_or_default();
-                self.reports.push((source, report.clone()));
+                self.reports.add(source, &report);
                 Msg::File(FileRow { file, source: name, report })
             }
         };
