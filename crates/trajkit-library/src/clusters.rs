@@ -794,17 +794,23 @@ mod tests {
         }
     }
 
-    #[test]
-    fn keys_and_instructions_union_and_reasons_follow_the_strongest_chain() {
-        // Synthetic: the rule itself (a chain key -> instruction -> key -> near-duplicate).
+    /// Synthetic: a chain key -> instruction -> key -> near-duplicate, an unrelated task
+    /// and a row without an instruction.
+    fn chain() -> Vec<(Row, Option<Vec<u64>>)> {
         let base = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu";
-        let rows = [
+        vec![
             row("k-eval", Some(base), "evaluation_only"),
             row("a-copy", Some(base), "training"),
             row("b-near", Some(&format!("{base} nu")), "training"),
             row("c-other", Some("something else entirely different here"), "training"),
             row("d-none", None, "training"),
-        ];
+        ]
+    }
+
+    #[test]
+    fn keys_and_instructions_union_and_reasons_follow_the_strongest_chain() {
+        // Synthetic: the rule itself.
+        let rows = chain();
         let got = cluster_of(&rows, &ClusterOptions::default());
         assert_eq!(got.clusters.len(), 3);
         let by_key: HashMap<&str, &Link> = got.links.iter().map(|l| (l.split_key.as_str(), l)).collect();
@@ -820,18 +826,14 @@ mod tests {
 
     #[test]
     fn a_task_pair_finds_the_cluster_its_link_names() {
-        // Synthetic: the same chain as above, a repeated pair and a second key of an
-        // instruction; the near-duplicate groups bucket interactions by `cluster_of`.
-        let base = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu";
-        let rows = [
-            row("k-eval", Some(base), "evaluation_only"),
-            row("a-copy", Some(base), "training"),
-            row("b-near", Some(&format!("{base} nu")), "training"),
-            row("c-other", Some("something else entirely different here"), "training"),
-            row("k-eval", Some(base), "training"),
-            row("d-none", None, "training"),
-            row("d-none", Some("something else entirely different here"), "training"),
-        ];
+        // Synthetic: the chain above, a repeated pair and a second key of an instruction;
+        // the near-duplicate groups bucket interactions by `cluster_of`.
+        let mut rows = chain();
+        rows.insert(
+            4,
+            row("k-eval", Some("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu"), "training"),
+        );
+        rows.push(row("d-none", Some("something else entirely different here"), "training"));
         let mut c = Collector::default();
         let pairs: Vec<TaskPair> = rows.iter().map(|(r, s)| c.add(r, s.clone())).collect();
         assert_eq!(pairs[0], pairs[4]);

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
-use serde::ser::{Error as _, SerializeSeq};
+use serde::ser::{Error as _, SerializeSeq, SerializeStruct};
 use serde::{Serialize, Serializer};
 use trajkit_formats::FileReport;
 
@@ -125,24 +125,37 @@ pub struct Coverage<'a> {
 }
 
 /// One source's totals and its files' reports.
-#[derive(Serialize)]
 struct SourceCoverage<'a> {
-    accepted: u64,
+    totals: Totals,
     duplicate_groups_across_files: u64,
-    duplicate_records: u64,
-    files: usize,
-    files_by_format: BTreeMap<String, u64>,
-    files_unreadable: usize,
-    gaps: BTreeMap<String, u64>,
     per_file: PerFiles,
-    records: u64,
-    rejected: u64,
-    rejected_by_reason: BTreeMap<String, u64>,
     role: &'a str,
     source: &'a str,
-    steps: u64,
-    subagents: u64,
-    tool_calls: u64,
+}
+
+/// The fields in name order, as the document always was.
+impl Serialize for SourceCoverage<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let t = &self.totals;
+        let mut m = s.serialize_struct("SourceCoverage", 16)?;
+        m.serialize_field("accepted", &t.accepted)?;
+        m.serialize_field("duplicate_groups_across_files", &self.duplicate_groups_across_files)?;
+        m.serialize_field("duplicate_records", &t.duplicate_records)?;
+        m.serialize_field("files", &t.files)?;
+        m.serialize_field("files_by_format", &t.files_by_format)?;
+        m.serialize_field("files_unreadable", &t.files_unreadable)?;
+        m.serialize_field("gaps", &t.gaps)?;
+        m.serialize_field("per_file", &self.per_file)?;
+        m.serialize_field("records", &t.records)?;
+        m.serialize_field("rejected", &t.rejected)?;
+        m.serialize_field("rejected_by_reason", &t.rejected_by_reason)?;
+        m.serialize_field("role", self.role)?;
+        m.serialize_field("source", self.source)?;
+        m.serialize_field("steps", &t.steps)?;
+        m.serialize_field("subagents", &t.subagents)?;
+        m.serialize_field("tool_calls", &t.tool_calls)?;
+        m.end()
+    }
 }
 
 /// A source's spilled reports, listed in the order the files were read.
@@ -234,22 +247,11 @@ pub fn coverage<'a>(
             source,
         })?;
         sources.push(SourceCoverage {
-            accepted: t.accepted,
+            totals: t,
             duplicate_groups_across_files: repeated.get(&s.source.name).copied().unwrap_or(0),
-            duplicate_records: t.duplicate_records,
-            files: t.files,
-            files_by_format: t.files_by_format,
-            files_unreadable: t.files_unreadable,
-            gaps: t.gaps,
             per_file: PerFiles(RefCell::new(Some(files))),
-            records: t.records,
-            rejected: t.rejected,
-            rejected_by_reason: t.rejected_by_reason,
             role: s.source.role.as_str(),
             source: &s.source.name,
-            steps: t.steps,
-            subagents: t.subagents,
-            tool_calls: t.tool_calls,
         });
     }
     Ok(Coverage { description: DESCRIPTION, sources })
