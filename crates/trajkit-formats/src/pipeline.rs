@@ -111,7 +111,7 @@ const BUF_BYTES: usize = 2 << 20;
 
 struct Plan {
     /// Shared with the producer's and the stage's job lists (a corpus of many small files
-    /// holds one plan per file for the whole read: a copy each would cost per file).
+    /// holds one plan per file until that file is read: a copy each would cost per file).
     file: Arc<InputFile>,
     reader: Option<&'static dyn Reader>,
     layout: Layout,
@@ -125,7 +125,7 @@ struct Plan {
     references: Option<Vec<PathBuf>>,
     /// The record of a small one-record document, read while planning from the peek and
     /// the detection's parse (see `read_early`); the producer then skips the file.
-    /// Boxed: most plans have none, and every file's plan is held until the read ends.
+    /// Boxed: most plans have none, and every plan is made before the first file is read.
     early: Option<Box<Processed>>,
 }
 
@@ -288,8 +288,9 @@ fn read_all(
     // The stage drops a file's job once its end has gone by.
     let mut stage_jobs: Vec<Option<(&'static dyn Reader, Arc<InputFile>)>> =
         plans.iter().map(|p| Some((p.reader?, p.file.clone()))).collect();
-    // Each plan is freed when its file is done (its report kept first, if asked for).
-    let mut plans: Vec<Option<Box<Plan>>> = plans.into_iter().map(|p| Some(Box::new(p))).collect();
+    // Each plan is freed when its file is done (its report kept first, if asked for);
+    // collected in place, as `Option<Box<_>>` is a pointer too.
+    let mut plans: Vec<Option<Box<Plan>>> = plans.into_iter().map(Some).collect();
     let mut reports: Vec<FileReport> = Vec::new();
     if keep {
         reports.resize_with(plans.len(), FileReport::default);
@@ -442,13 +443,15 @@ pub fn consumption_edges(files: &[InputFile], opts: &Options) -> Result<Vec<(usi
 const PLAN_CHUNK: usize = 256;
 
 /// Plans every file in parallel, in input order, telling the sink how many are planned.
+/// Boxed, so that the read frees each when its file is done without copying them first.
+#[expect(clippy::vec_box, reason = "each plan is freed alone when its file is done")]
 fn plan_all(
     files: Vec<InputFile>,
     forced: Option<&'static dyn Reader>,
     limit: usize,
     early: Option<Work>,
     sink: &mut dyn Sink,
-) -> Vec<Plan> {
+) -> Vec<Box<Plan>> {
     let total = files.len();
     let mut plans = Vec::with_capacity(total);
     let mut files = files.into_iter();
@@ -457,7 +460,7 @@ fn plan_all(
         if chunk.is_empty() {
             return plans;
         }
-        plans.extend(chunk.into_par_iter().map(|f| plan(f, forced, limit, early)).collect::<Vec<_>>());
+        plans.extend(chunk.into_par_iter().map(|f| Box::new(plan(f, forced, limit, early))).collect::<Vec<_>>());
         sink.planned(plans.len(), total);
     }
 }
@@ -769,8 +772,8 @@ fn references(job: RefJob) -> Option<Vec<PathBuf>> {
 }
 
 /// Marks files that another file's records consume as `part_of` that file.
-fn mark_consumed(plans: &mut [Plan]) {
-    let jobs: Vec<(usize, RefJob)> = plans.iter().map(Plan::ref_job).enumerate().collect();
+fn mark_consumed(plans: &mut [Box<Plan>]) {
+    let jobs: Vec<(usize, RefJob)> = plans.iter().map(|p| p.ref_job()).enumerate().collect();
     let refs: Vec<(usize, Vec<PathBuf>)> = jobs
         .into_par_iter()
         .filter_map(|(i, job)| Some((i, references(job)?)))
