@@ -33,7 +33,7 @@ const DESCRIPTION: &str = "per source and file: records read, accepted, rejected
 
 /// The file reports as the merge meets them: each source's totals in memory, each report
 /// spilled (in the staging directory) until `coverage.json` lists it, so the build holds
-/// nothing per file for it (docs/PERFORMANCE.md, step 98).
+/// nothing per file for it (docs/PERFORMANCE.md, step 99).
 pub struct Collector {
     dir: PathBuf,
     /// By source number (index into the registry).
@@ -62,7 +62,7 @@ struct Totals {
 impl Totals {
     fn add(&mut self, r: &FileReport) {
         self.files += 1;
-        *self.files_by_format.entry(r.format.clone().unwrap_or_else(|| "unrecognised".into())).or_default() += 1;
+        bump(&mut self.files_by_format, r.format.as_deref().unwrap_or("unrecognised"), 1);
         self.files_unreadable += usize::from(r.error.is_some());
         self.records += r.records;
         self.accepted += r.trajectories;
@@ -79,11 +79,16 @@ impl Totals {
 /// Adds each count of `from` to `into`.
 fn add_map(into: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>) {
     for (k, v) in from {
-        match into.get_mut(k) {
-            Some(n) => *n += v,
-            None => {
-                into.insert(k.clone(), *v);
-            }
+        bump(into, k, *v);
+    }
+}
+
+/// Adds `n` to the count of `key`, copying the key only the first time.
+fn bump(into: &mut BTreeMap<String, u64>, key: &str, n: u64) {
+    match into.get_mut(key) {
+        Some(c) => *c += n,
+        None => {
+            into.insert(key.to_string(), n);
         }
     }
 }
@@ -170,8 +175,9 @@ impl Serialize for PerFiles {
                 if failed.is_some() || refused.is_some() {
                     return;
                 }
-                match serde_json::from_slice::<FileReport>(bytes) {
-                    Ok(r) => refused = seq.serialize_element(&PerFile::of(&r)).err(),
+                // One report at a time as a `Value`: its map writes the keys in name order.
+                match serde_json::from_slice::<serde_json::Value>(bytes) {
+                    Ok(r) => refused = seq.serialize_element(&r).err(),
                     Err(e) => failed = Some(format!("a spilled file report: {e}")),
                 }
             });
@@ -183,49 +189,6 @@ impl Serialize for PerFiles {
             (Some(e), _) => Err(e),
             (None, Some(message)) => Err(S::Error::custom(message)),
             (None, None) => seq.end(),
-        }
-    }
-}
-
-/// A file's report with its fields in name order.
-#[derive(Serialize)]
-struct PerFile<'a> {
-    duplicate_records: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<&'a str>,
-    format: Option<&'a str>,
-    gaps: &'a BTreeMap<String, u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    guess: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    part_of: Option<&'a str>,
-    path: &'a str,
-    reasons: &'a BTreeMap<String, u64>,
-    records: u64,
-    rejected: u64,
-    steps: u64,
-    subagents: u64,
-    tool_calls: u64,
-    trajectories: u64,
-}
-
-impl<'a> PerFile<'a> {
-    fn of(r: &'a FileReport) -> Self {
-        PerFile {
-            duplicate_records: r.duplicate_records,
-            error: r.error.as_deref(),
-            format: r.format.as_deref(),
-            gaps: &r.gaps,
-            guess: r.guess.as_deref(),
-            part_of: r.part_of.as_deref(),
-            path: &r.path,
-            reasons: &r.reasons,
-            records: r.records,
-            rejected: r.rejected,
-            steps: r.steps,
-            subagents: r.subagents,
-            tool_calls: r.tool_calls,
-            trajectories: r.trajectories,
         }
     }
 }
@@ -281,26 +244,14 @@ mod tests {
         trajkit_formats::read_inputs(files, &Default::default(), &mut Nothing).expect("read")
     }
 
-    /// Each file's entry is the report's own serialization with its keys in name order
-    /// (as the `Value` tree wrote it), on every real fixture: a field added to
-    /// `FileReport` and not to `PerFile` fails here.
-    #[test]
-    fn a_file_entry_is_its_report_in_name_order() {
-        let reports = real_reports();
-        assert!(reports.iter().any(|r| r.error.is_some()) && reports.iter().any(|r| r.part_of.is_some()));
-        for r in &reports {
-            let typed = serde_json::to_string_pretty(&PerFile::of(r)).expect("typed");
-            let tree = serde_json::to_string_pretty(&serde_json::to_value(r).expect("value")).expect("tree");
-            assert_eq!(typed, tree, "{}", r.path);
-        }
-    }
-
-    /// Spilled by source and read back, the reports list as they came, each source its
-    /// own (here the real fixtures' files dealt to sources 0 and 2, none to 1), and the
-    /// totals are their sums.
+    /// Spilled by source and read back, the reports list as they came and as the one
+    /// `Value` tree listed them (keys in name order), each source its own (here the real
+    /// fixtures' files dealt to sources 0 and 2, none to 1), and the totals are their sums.
     #[test]
     fn spilled_reports_list_in_order_by_source() {
         let reports = real_reports();
+        // Optional fields appear in some entries and not others.
+        assert!(reports.iter().any(|r| r.error.is_some()) && reports.iter().any(|r| r.part_of.is_some()));
         let dir = tempfile::tempdir().expect("dir");
         let mut collector = Collector::in_dir(dir.path());
         let source = |i: usize| if i.is_multiple_of(3) { 0 } else { 2 };
@@ -311,8 +262,13 @@ mod tests {
         let unreadable = reports.iter().filter(|r| r.error.is_some()).count() as u64;
         assert_eq!(collector.figures(), (sum(|r| r.records), sum(|r| r.rejected), unreadable));
         for (n, (totals, spill)) in collector.sources.into_iter().enumerate() {
-            let want: Vec<PerFile> =
-                reports.iter().enumerate().filter(|(i, _)| source(*i) == n).map(|(_, r)| PerFile::of(r)).collect();
+            // What coverage.json listed when it was one `Value` tree.
+            let want: Vec<serde_json::Value> = reports
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| source(*i) == n)
+                .map(|(_, r)| serde_json::to_value(r).expect("value"))
+                .collect();
             assert_eq!(totals.files, want.len());
             let listed = PerFiles(RefCell::new(Some(spill.reader().expect("reader"))));
             let got = serde_json::to_string_pretty(&listed).expect("listed");

@@ -159,7 +159,7 @@ fn remove_leftovers(output: &Path) {
 }
 
 /// Writes pretty JSON atomically (temporary file in the same directory, then rename),
-/// streamed: `coverage.json` of a many-file corpus is megabytes (docs/PERFORMANCE.md, step 97).
+/// streamed: `coverage.json` of a many-file corpus is megabytes (docs/PERFORMANCE.md, step 98).
 pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), LibraryError> {
     let mut out = trajkit_io::AtomicFile::create(path).map_err(LibraryError::io(path))?;
     serde_json::to_writer_pretty(&mut out, value).map_err(|e| match e.is_io() {
