@@ -247,12 +247,12 @@ pub fn read_files(files: Vec<InputFile>, opts: &Options, sink: &mut dyn Sink) ->
     read_all(files, opts, sink, false).map(drop)
 }
 
-/// The read driver; with `keep` false it returns no reports.
+/// The read driver; with `keep_reports` false it returns no reports.
 fn read_all(
     files: Vec<InputFile>,
     opts: &Options,
     sink: &mut dyn Sink,
-    keep: bool,
+    keep_reports: bool,
 ) -> Result<Vec<FileReport>, FormatError> {
     input::begin_run();
     let forced = forced_reader(opts)?;
@@ -288,13 +288,9 @@ fn read_all(
     // The stage drops a file's job once its end has gone by.
     let mut stage_jobs: Vec<Option<(&'static dyn Reader, Arc<InputFile>)>> =
         plans.iter().map(|p| Some((p.reader?, p.file.clone()))).collect();
-    // Each plan is freed when its file is done (its report kept first, if asked for);
-    // collected in place, as `Option<Box<_>>` is a pointer too.
+    // Without `keep_reports`, each plan is freed when its file is done; collected in place, as
+    // `Option<Box<_>>` is a pointer too.
     let mut plans: Vec<Option<Box<Plan>>> = plans.into_iter().map(Some).collect();
-    let mut reports: Vec<FileReport> = Vec::new();
-    if keep {
-        reports.resize_with(plans.len(), FileReport::default);
-    }
     let producer = std::thread::spawn(move || {
         let mut out = Producer { tx, recycled: recycle_rx, batch: Batch::default(), limit, locate };
         for (idx, (file, reader, layout, stdin, parquet)) in producer_plans.into_iter().enumerate() {
@@ -372,16 +368,15 @@ fn read_all(
                     }
                 }
                 (Item::End(idx, err), _) => {
-                    let Some(mut plan) = plans.get_mut(idx).and_then(Option::take) else {
-                        continue;
-                    };
+                    let Some(slot) = plans.get_mut(idx) else { continue };
+                    let Some(plan) = slot.as_deref_mut() else { continue };
                     states.remove(&idx);
                     if let Some(e) = err {
                         plan.report.error = Some(e);
                     }
                     sink.file_done(&plan.report);
-                    if let Some(slot) = reports.get_mut(idx) {
-                        *slot = plan.report;
+                    if !keep_reports {
+                        *slot = None;
                     }
                 }
                 (Item::Record(_) | Item::Early(_), None) => {}
@@ -395,13 +390,9 @@ fn read_all(
     if !(stage_ok && producer_ok) {
         return Err(FormatError::Internal("a reading thread failed; results are incomplete".into()));
     }
-    // Files not done (a stop) report what was read of them.
-    for (slot, plan) in reports.iter_mut().zip(plans) {
-        if let Some(plan) = plan {
-            *slot = plan.report;
-        }
-    }
-    Ok(reports)
+    // With `keep_reports` every plan is still here (a file not done, after a stop, reports what was
+    // read of it); without, none is asked for.
+    Ok(if keep_reports { plans.into_iter().flatten().map(|p| p.report).collect() } else { Vec::new() })
 }
 
 /// The reader `opts.format` forces, if any.
