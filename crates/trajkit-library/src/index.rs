@@ -162,9 +162,11 @@ pub enum Msg {
     Meta(String, String),
 }
 
-/// The page cache while rows are loaded, and for the work on them after (KiB).
-const LOAD_CACHE_KIB: u32 = 16 << 10;
-const FINALIZE_CACHE_KIB: u32 = 64 << 10;
+/// The page cache (KiB), for loading (which appends in key order and runs beside the
+/// reading) and for the cluster updates, index builds and `UPDATE`s after it: 64 MiB for
+/// those was as fast as 16 and the build's peak on many small files (docs/PERFORMANCE.md,
+/// step 101).
+const CACHE_KIB: u32 = 16 << 10;
 
 /// Messages queued for the writer thread at most.
 const QUEUE: usize = 8192;
@@ -193,10 +195,6 @@ impl IndexWriter {
                     insert(&conn, msg).map_err(sql)?;
                 }
                 conn.execute_batch("COMMIT").map_err(sql)?;
-                // Loading appends in key order and needs few pages at hand (it may run beside
-                // the reading, whose memory it should not add to); the cluster updates, index
-                // builds and the joined `UPDATE` after it want more.
-                conn.execute_batch(&format!("PRAGMA cache_size = -{FINALIZE_CACHE_KIB}")).map_err(sql)?;
                 Ok(conn)
             })
             .map_err(LibraryError::io(path))?;
@@ -236,7 +234,7 @@ fn open_for_build(path: &Path) -> Result<Connection, LibraryError> {
     // so durability while building buys nothing; no journal means no -wal/-shm files.
     conn.execute_batch(&format!(
         "PRAGMA page_size = 8192; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;
-         PRAGMA locking_mode = EXCLUSIVE; PRAGMA temp_store = FILE; PRAGMA cache_size = -{LOAD_CACHE_KIB};"
+         PRAGMA locking_mode = EXCLUSIVE; PRAGMA temp_store = FILE; PRAGMA cache_size = -{CACHE_KIB};"
     ))
     .map_err(sql)?;
     conn.execute_batch(SCHEMA).map_err(sql)?;
