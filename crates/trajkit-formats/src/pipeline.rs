@@ -115,7 +115,13 @@ struct Plan {
     file: Arc<InputFile>,
     reader: Option<&'static dyn Reader>,
     layout: Layout,
-    report: FileReport,
+    /// What planning found besides the reader: set only for a file that is not recognised or
+    /// not readable, or that another file's records consume.
+    notes: Option<Box<Notes>>,
+    /// The file's figures, made when its first record is applied (or at its end): every plan
+    /// is made before the first file is read, and a report per file waiting to be read was a
+    /// quarter of the heap on a corpus of many small files.
+    report: Option<Box<FileReport>>,
     /// Standard input, already opened for the peek.
     stdin: Option<Box<dyn BufRead + Send>>,
     /// A Parquet file: its rows are the records (see `crate::parquet`), whatever `layout`.
@@ -127,6 +133,52 @@ struct Plan {
     /// the detection's parse (see `read_early`); the producer then skips the file.
     /// Boxed: most plans have none, and every plan is made before the first file is read.
     early: Option<Box<Processed>>,
+}
+
+/// A plan's findings that go into its file's report.
+#[derive(Default)]
+struct Notes {
+    error: Option<String>,
+    guess: Option<String>,
+    part_of: Option<String>,
+    /// The consumer's family, for a consumed file no reader recognised.
+    family: Option<&'static str>,
+}
+
+impl Plan {
+    /// The file's report, made on first use from what planning found.
+    fn report(&mut self) -> &mut FileReport {
+        let (file, reader, notes) = (&self.file, self.reader, self.notes.as_deref());
+        self.report.get_or_insert_with(|| {
+            let format = reader.map(|r| r.name()).or(notes.and_then(|n| n.family));
+            let mut report = FileReport::new(&file.display, format);
+            if let Some(n) = notes {
+                (report.error, report.guess, report.part_of) = (n.error.clone(), n.guess.clone(), n.part_of.clone());
+            }
+            Box::new(report)
+        })
+    }
+
+    /// The file's report, owned.
+    fn into_report(mut self) -> FileReport {
+        self.report();
+        self.report.map(|r| *r).unwrap_or_default()
+    }
+
+    /// Another file's records consume this one.
+    fn consumed(&self) -> bool {
+        self.notes.as_ref().is_some_and(|n| n.part_of.is_some())
+    }
+
+    /// Planning found the file unreadable or not recognised.
+    fn failed(&self) -> bool {
+        self.notes.as_ref().is_some_and(|n| n.error.is_some())
+    }
+
+    /// Notes that the file cannot be read (`error`), with the closest reader's guess.
+    fn fail(&mut self, error: String, guess: Option<String>) {
+        self.notes = Some(Box::new(Notes { error: Some(error), guess, ..Notes::default() }));
+    }
 }
 
 /// Records read in one go, possibly from many files: their bytes live in one buffer
@@ -265,7 +317,7 @@ fn read_all(
     mark_consumed(&mut plans);
     // Records read early (a consumed file's is dropped), taken by the parallel stage when
     // their file comes up.
-    let was_read: Vec<bool> = plans.iter().map(|p| p.early.is_some() && p.report.part_of.is_none()).collect();
+    let was_read: Vec<bool> = plans.iter().map(|p| p.early.is_some() && !p.consumed()).collect();
     let early_read: Vec<std::sync::Mutex<Option<Box<Processed>>>> = plans
         .iter_mut()
         .zip(&was_read)
@@ -281,7 +333,7 @@ fn read_all(
     let producer_plans: Vec<ProducerJob> = plans
         .iter_mut()
         .map(|p| {
-            let wanted = p.report.part_of.is_none() && p.report.error.is_none();
+            let wanted = !p.consumed() && !p.failed();
             (p.file.clone(), p.reader.filter(|_| wanted), p.layout, p.stdin.take(), p.parquet)
         })
         .collect();
@@ -363,7 +415,7 @@ fn read_all(
                     };
                     apply(plan, states.entry(rec.file).or_default(), &rec, p, sink);
                     if sink.should_stop() {
-                        sink.file_done(&plan.report);
+                        sink.file_done(plan.report());
                         break 'batches;
                     }
                 }
@@ -372,9 +424,9 @@ fn read_all(
                     let Some(plan) = slot.as_deref_mut() else { continue };
                     states.remove(&idx);
                     if let Some(e) = err {
-                        plan.report.error = Some(e);
+                        plan.report().error = Some(e);
                     }
-                    sink.file_done(&plan.report);
+                    sink.file_done(plan.report());
                     if !keep_reports {
                         *slot = None;
                     }
@@ -392,7 +444,7 @@ fn read_all(
     }
     // With `keep_reports` every plan is still here (a file not done, after a stop, reports what was
     // read of it); without, none is asked for.
-    Ok(if keep_reports { plans.into_iter().flatten().map(|p| p.report).collect() } else { Vec::new() })
+    Ok(if keep_reports { plans.into_iter().flatten().map(|p| p.into_report()).collect() } else { Vec::new() })
 }
 
 /// The reader `opts.format` forces, if any.
@@ -458,11 +510,11 @@ fn plan_all(
 
 /// Detects the file's format (or applies the forced one).
 fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize, early: Option<Work>) -> Plan {
-    let mut report = FileReport::new(&file.display, None);
     let mut plan = Plan {
         layout: Layout::Document,
         reader: None,
-        report: FileReport::default(),
+        notes: None,
+        report: None,
         stdin: None,
         parquet: false,
         references: None,
@@ -472,8 +524,7 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize, earl
     let (mut reader, len) = match input::open_sized(&plan.file) {
         Ok(r) => r,
         Err(e) => {
-            report.error = Some(e.to_string());
-            plan.report = report;
+            plan.fail(e.to_string(), None);
             return plan;
         }
     };
@@ -483,8 +534,7 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize, earl
     let peek_error = (&mut reader).take(PEEK_BYTES as u64).read_to_end(&mut peek).err();
     if peek.is_empty() {
         if let Some(e) = peek_error {
-            report.error = Some(format!("{}: {}", plan.file.display, e));
-            plan.report = report;
+            plan.fail(format!("{}: {}", plan.file.display, e), None);
             return plan;
         }
     }
@@ -498,8 +548,7 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize, earl
         match rows {
             Ok(rows) => peek = rows,
             Err(e) => {
-                report.error = Some(format!("{}: {}", plan.file.display, e));
-                plan.report = report;
+                plan.fail(format!("{}: {}", plan.file.display, e), None);
                 return plan;
             }
         }
@@ -507,8 +556,7 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize, earl
         name = crate::parquet::rows_name(&name);
     }
     if peek.iter().all(|b| b.is_ascii_whitespace()) {
-        report.error = Some(FormatError::Empty { path: plan.file.display.clone() }.to_string());
-        plan.report = report;
+        plan.fail(FormatError::Empty { path: plan.file.display.clone() }.to_string(), None);
         return plan;
     }
     // The peek ended before its limit without an error: it holds the whole file.
@@ -520,10 +568,8 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize, earl
         let (r, d, processed) = claimed;
         plan.layout = d.layout;
         plan.reader = Some(r);
-        report.format = Some(r.name().to_string());
         plan.references = Some(Vec::new());
         plan.early = Some(Box::new(processed));
-        plan.report = report;
         return plan;
     }
     // Nothing will read a parse of the peek (no early record): a claim the top level
@@ -532,12 +578,10 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize, earl
     if let Some((r, d, multi)) = unparsed.then(|| decisive_top_level(&peek, &name)).flatten() {
         plan.layout = d.layout;
         plan.reader = Some(r);
-        report.format = Some(r.name().to_string());
         if whole {
             let view = Peek::new(&peek, &name, None, multi);
             plan.references = Some(r.referenced_files_in(&plan.file, plan.layout, &view));
         }
-        plan.report = report;
         return plan;
     }
     let (first_line, multi) = first_line(&peek);
@@ -574,20 +618,16 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize, earl
         Some(r) => {
             plan.layout = r.detect(&view).map(|d| d.layout).unwrap_or(generic_layout);
             plan.reader = Some(r);
-            report.format = Some(r.name().to_string());
         }
         None => match claim {
             Some((r, d)) if d.confidence >= 50 => {
                 plan.layout = d.layout;
                 plan.reader = Some(r);
-                report.format = Some(r.name().to_string());
             }
             other => {
                 let guess = other.map(|(r, d)| format!("{} ({})", r.name(), d.reason));
-                report.error = Some(
-                    FormatError::NotRecognised { path: plan.file.display.clone(), guess: guess.clone() }.to_string(),
-                );
-                report.guess = guess;
+                let error = FormatError::NotRecognised { path: plan.file.display.clone(), guess: guess.clone() };
+                plan.fail(error.to_string(), guess);
             }
         },
     }
@@ -600,7 +640,6 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize, earl
             plan.early = read_early(work, r, &plan, &peek, parsed, limit).map(Box::new);
         }
     }
-    plan.report = report;
     plan
 }
 
@@ -785,13 +824,9 @@ fn mark_consumed(plans: &mut [Box<Plan>]) {
         };
         if let Some((by, family)) = consumer.get(&real) {
             if *by != p.file.display {
-                p.report.part_of = Some(by.clone());
-                p.report.error = None;
-                p.report.guess = None;
                 // A side file nobody else claims belongs to its consumer's family.
-                if p.report.format.is_none() {
-                    p.report.format = family.map(str::to_string);
-                }
+                let family = if p.reader.is_none() { *family } else { None };
+                p.notes = Some(Box::new(Notes { part_of: Some(by.clone()), family, ..Notes::default() }));
             }
         }
     }
@@ -1458,10 +1493,10 @@ fn seal_and_serialize(
 }
 
 fn apply(plan: &mut Plan, state: &mut FileIdentities, rec: &OwnedRecord, p: Processed, sink: &mut dyn Sink) {
-    plan.report.records += 1;
+    plan.report().records += 1;
     let reject = |plan: &mut Plan, sink: &mut dyn Sink, problems: Vec<Problem>| {
         let reason = problems.first().map(|p| p.reason).unwrap_or(Reason::SchemaViolation);
-        plan.report.add_rejection(reason);
+        plan.report().add_rejection(reason);
         let r = Rejection {
             path: plan.file.display.clone(),
             line: rec.line,
@@ -1477,7 +1512,7 @@ fn apply(plan: &mut Plan, state: &mut FileIdentities, rec: &OwnedRecord, p: Proc
             match state.check(p.identity, acc.rollout_key.as_deref()) {
                 Seen::New => {}
                 Seen::Repeat => {
-                    plan.report.duplicate_records += 1;
+                    plan.report().duplicate_records += 1;
                     return;
                 }
                 Seen::Conflict(first) => {
@@ -1490,7 +1525,7 @@ fn apply(plan: &mut Plan, state: &mut FileIdentities, rec: &OwnedRecord, p: Proc
                     return;
                 }
             }
-            plan.report.add_trajectory(&acc.counts);
+            plan.report().add_trajectory(&acc.counts);
             match acc.analysis {
                 Some(analysis) => sink.analyzed(&plan.file, analysis, acc.canonical.as_deref()),
                 None => sink.trajectory(&plan.file, acc.trajectory.as_deref(), acc.canonical.as_deref()),
