@@ -131,7 +131,7 @@ pub fn build_with(
     finisher: Option<Finisher>,
 ) -> Result<BuildSummary, LibraryError> {
     let session = BuildSession::begin(opts)?;
-    let plan = crate::plan::plan(opts, None)?;
+    let mut plan = crate::plan::plan(opts, None)?;
     for w in &plan.warnings {
         progress.warn(w);
     }
@@ -145,8 +145,11 @@ pub fn build_with(
         let named = crate::plan::partial_dir(staging, first.index);
         let merging = s.spawn(move || Merge::streamed(opts, staging, &named, entries));
         let mut tee = Some(tee);
-        for group in &plan.groups {
-            let partial = crate::partial::build_partial_teed(opts, group, staging, progress, tee.take());
+        // Each group's file list goes to its read (finalize needs only the groups' numbers).
+        for group in plan.groups.iter_mut() {
+            let files = std::mem::take(&mut group.files);
+            let owned = crate::plan::FileGroup { index: group.index, first_file: group.first_file, files };
+            let partial = crate::partial::build_partial_teed(opts, owned, staging, progress, tee.take());
             if partial?.strict_failure.is_some() {
                 break; // finalize reports it; the groups after it need not be read
             }

@@ -159,14 +159,14 @@ pub fn build_partial(
     staging: &Path,
     progress: &dyn Progress,
 ) -> Result<PartialSummary, LibraryError> {
-    build_partial_teed(opts, group, staging, progress, None)
+    build_partial_teed(opts, group.clone(), staging, progress, None)
 }
 
 /// `build_partial`, each entry sent to `tee` instead of written to `entries.jsonl` (which
 /// stays empty): the build on one machine merges the partial into the index while it is read.
 pub(crate) fn build_partial_teed(
     opts: &BuildOptions,
-    group: &FileGroup,
+    group: FileGroup,
     staging: &Path,
     progress: &dyn Progress,
     tee: Option<Sender<Entry>>,
@@ -202,7 +202,7 @@ fn write_partial(
     dir: &Path,
     opts: &BuildOptions,
     sources: &[ResolvedSource],
-    group: &FileGroup,
+    group: FileGroup,
     outcomes: Option<Arc<OutcomeTable>>,
     progress: &dyn Progress,
     tee: Option<Sender<Entry>>,
@@ -210,12 +210,9 @@ fn write_partial(
     let entries_path = dir.join(ENTRIES);
     let entries = File::create(&entries_path).map_err(LibraryError::io(&entries_path))?;
     // Each file's number in the library and its size, by the path reports give.
-    let files: HashMap<&str, (u64, u64)> = group
-        .files
-        .iter()
-        .enumerate()
-        .map(|(i, f)| (f.display.as_str(), (group.first_file + i as u64, f.bytes)))
-        .collect();
+    let FileGroup { index, first_file, files: planned } = group;
+    let files: HashMap<String, (u64, u64)> =
+        planned.iter().enumerate().map(|(i, f)| (f.display.clone(), (first_file + i as u64, f.bytes))).collect();
     let mut sink = PartialSink {
         entries: BufWriter::with_capacity(1 << 20, entries),
         entries_path: entries_path.clone(),
@@ -233,15 +230,14 @@ fn write_partial(
         signed: Signing::default(),
     };
     let mut files = 0u64;
-    let mut start = 0;
     let signed = sink.signed.clone();
-    while start < group.files.len() && !sink.should_stop() {
-        let source = group.files[start].source;
-        let run: Vec<InputFile> =
-            group.files[start..].iter().take_while(|f| f.source == source).map(|f| f.input()).collect();
-        start += run.len();
+    let mut planned = planned.into_iter().peekable();
+    while let Some(source) = planned.peek().map(|f| f.source).filter(|_| !sink.should_stop()) {
+        let run: Vec<InputFile> = std::iter::from_fn(|| planned.next_if(|f| f.source == source))
+            .map(crate::plan::PlannedFile::into_input)
+            .collect();
         let resolved = sources.get(source).ok_or_else(|| LibraryError::Invalid {
-            path: PathBuf::from(&group.files[0].display),
+            path: PathBuf::from(run.first().map_or("", |f| f.display.as_str())),
             message: format!("source {source} is not in the registry"),
         })?;
         sink.source = source;
@@ -267,8 +263,7 @@ fn write_partial(
     if let Some(e) = error {
         return Err(e);
     }
-    let summary =
-        PartialSummary { group: group.index, files, trajectories: ordinal, shards: shard_count, strict_failure };
+    let summary = PartialSummary { group: index, files, trajectories: ordinal, shards: shard_count, strict_failure };
     crate::layout::write_json(&dir.join(SUMMARY), &summary)?;
     Ok(summary)
 }
@@ -284,7 +279,7 @@ struct PartialSink<'a> {
     shards: ShardWriter,
     source: usize,
     /// Each file's number in the library and its size in bytes, by its display path.
-    files: &'a HashMap<&'a str, (u64, u64)>,
+    files: &'a HashMap<String, (u64, u64)>,
     ordinal: u64,
     ids: HashMap<u64, u32>,
     error: Option<LibraryError>,

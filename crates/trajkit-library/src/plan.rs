@@ -34,6 +34,11 @@ impl PlannedFile {
     pub fn input(&self) -> InputFile {
         InputFile { fs_path: self.path.clone(), display: self.display.clone(), root: self.root.clone() }
     }
+
+    /// `input`, its paths moved instead of copied (a build's plan lists every file).
+    pub fn into_input(self) -> InputFile {
+        InputFile { fs_path: self.path, display: self.display, root: self.root }
+    }
 }
 
 /// A run of consecutive planned files that one partial build reads.
