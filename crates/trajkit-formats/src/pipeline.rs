@@ -120,7 +120,7 @@ struct Plan {
     notes: Option<Box<Notes>>,
     /// The file's figures, made when its first record is applied (or at its end): every plan
     /// is made before the first file is read, and a report per file waiting to be read was a
-    /// quarter of the heap on a corpus of many small files.
+    /// sixth of the heap on a corpus of many small files (143 → 121 MiB at 101,064 files).
     report: Option<Box<FileReport>>,
     /// Standard input, already opened for the peek.
     stdin: Option<Box<dyn BufRead + Send>>,
