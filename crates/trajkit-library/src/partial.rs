@@ -231,11 +231,10 @@ fn write_partial(
     };
     let mut files = 0u64;
     let signed = sink.signed.clone();
-    let mut planned = planned.into_iter().peekable();
-    while let Some(source) = planned.peek().map(|f| f.source).filter(|_| !sink.should_stop()) {
-        let run: Vec<InputFile> = std::iter::from_fn(|| planned.next_if(|f| f.source == source))
-            .map(crate::plan::PlannedFile::into_input)
-            .collect();
+    for (source, run) in runs_by_source(planned) {
+        if sink.should_stop() {
+            break;
+        }
         let resolved = sources.get(source).ok_or_else(|| LibraryError::Invalid {
             path: PathBuf::from(run.first().map_or("", |f| f.display.as_str())),
             message: format!("source {source} is not in the registry"),
@@ -266,6 +265,23 @@ fn write_partial(
     let summary = PartialSummary { group: index, files, trajectories: ordinal, shards: shard_count, strict_failure };
     crate::layout::write_json(&dir.join(SUMMARY), &summary)?;
     Ok(summary)
+}
+
+/// The planned files as runs of one source each, their paths moved; the plan's list is freed
+/// before the reading starts instead of held (88 bytes a file) until its last run is read.
+fn runs_by_source(planned: Vec<crate::plan::PlannedFile>) -> Vec<(usize, Vec<InputFile>)> {
+    let mut lengths: Vec<(usize, usize)> = Vec::new();
+    for f in &planned {
+        match lengths.last_mut() {
+            Some((source, n)) if *source == f.source => *n += 1,
+            _ => lengths.push((f.source, 1)),
+        }
+    }
+    let mut files = planned.into_iter();
+    lengths
+        .into_iter()
+        .map(|(source, n)| (source, files.by_ref().take(n).map(crate::plan::PlannedFile::into_input).collect()))
+        .collect()
 }
 
 /// Everything the reading sink keeps while records stream by.
@@ -569,6 +585,34 @@ impl Sink for PartialSink<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Synthetic (a registry's sources interleave only in plans of several sources): planned
+    /// files become runs of one source each, in plan order, a source coming back making a run
+    /// of its own, each file's paths kept.
+    #[test]
+    fn planned_files_become_runs_by_source_in_order() {
+        let planned: Vec<crate::plan::PlannedFile> = [0, 0, 2, 2, 2, 0]
+            .iter()
+            .enumerate()
+            .map(|(i, &source)| crate::plan::PlannedFile {
+                path: PathBuf::from(format!("/d/{i}.json")),
+                root: PathBuf::from("/d"),
+                display: format!("{i}.json"),
+                source,
+                bytes: i as u64,
+            })
+            .collect();
+        let runs = runs_by_source(planned);
+        let shape: Vec<(usize, Vec<&str>)> =
+            runs.iter().map(|(s, run)| (*s, run.iter().map(|f| f.display.as_str()).collect())).collect();
+        assert_eq!(
+            shape,
+            [(0, vec!["0.json", "1.json"]), (2, vec!["2.json", "3.json", "4.json"]), (0, vec!["5.json"])]
+        );
+        assert_eq!(runs[1].1[0].fs_path, PathBuf::from("/d/2.json"));
+        assert_eq!(runs[1].1[0].root, PathBuf::from("/d"));
+        assert!(runs_by_source(Vec::new()).is_empty());
+    }
 
     #[derive(Debug, PartialEq, Serialize, Deserialize)]
     struct Arrays {
