@@ -161,8 +161,7 @@ impl Plan {
 
     /// The file's report, owned.
     fn into_report(mut self) -> FileReport {
-        self.report();
-        self.report.map(|r| *r).unwrap_or_default()
+        std::mem::take(self.report())
     }
 
     /// Another file's records consume this one.
