@@ -129,7 +129,7 @@ pub fn open(file: &InputFile) -> Result<Box<dyn BufRead + Send>, FormatError> {
 
 /// [`open`], also giving an uncompressed regular file's length, so that a caller reading it
 /// whole sizes its buffer once; the reader's buffer is then no larger than the file, so
-/// such a read goes straight into the caller's buffer instead of through a 256 KiB copy.
+/// such a read ([`read_at_most`]) goes straight into the caller's buffer.
 pub fn open_sized(file: &InputFile) -> Result<(Box<dyn BufRead + Send>, Option<u64>), FormatError> {
     let io_err = |e| FormatError::Io { path: file.display.clone(), source: e };
     if file.is_stdin() {
@@ -180,8 +180,9 @@ pub fn decompress(raw: Box<dyn Read + Send>, compression: Compression) -> io::Re
 pub(crate) fn read_gathered(file: &InputFile, limit: usize) -> Result<Vec<u8>, crate::rejection::Problem> {
     use crate::rejection::{Problem, Reason};
     let mut buf = Vec::new();
-    let read = open(file).map_err(|e| e.to_string()).and_then(|r| {
-        r.take(limit as u64 + 1).read_to_end(&mut buf).map_err(|e| format!("{}: read failed: {e}", file.display))
+    let read = open_sized(file).map_err(|e| e.to_string()).and_then(|(mut r, len)| {
+        read_at_most(&mut r, &mut buf, limit + 1, first_read(len))
+            .map_err(|e| format!("{}: read failed: {e}", file.display))
     });
     match read {
         Err(e) => Err(Problem::new(Reason::InvalidJson, "$", e)),
@@ -195,6 +196,39 @@ pub fn read_all(file: &InputFile) -> Result<Vec<u8>, FormatError> {
     let mut buf = Vec::new();
     r.read_to_end(&mut buf).map_err(|e| FormatError::Io { path: file.display.clone(), source: e })?;
     Ok(buf)
+}
+
+/// Appends at most `max` bytes of `reader` to `buf`, as `take(max).read_to_end` does (bytes
+/// read before an error stay), in reads as large as the room left: the first has room for
+/// `first` bytes, each next twice the last. std's `read_to_end` without a size hint asks
+/// 8 KiB at a time, so a `BufReader` copied every file out of its buffer; a read at least
+/// as large as that buffer skips it. A file of known length `n` is read with `first = n + 1`.
+pub fn read_at_most(reader: &mut dyn Read, buf: &mut Vec<u8>, max: usize, first: usize) -> io::Result<usize> {
+    let start = buf.len();
+    let mut room = first.clamp(1, max.max(1)).min(max);
+    let mut filled = 0;
+    let result = loop {
+        if filled == room {
+            if room == max {
+                break Ok(());
+            }
+            room = room.saturating_mul(2).min(max);
+        }
+        buf.resize(start + room, 0);
+        match reader.read(&mut buf[start + filled..]) {
+            Ok(0) => break Ok(()),
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => break Err(e),
+        }
+    };
+    buf.truncate(start + filled);
+    result.map(|()| filled)
+}
+
+/// The first read's room for a file of `len` bytes (unknown: 64 KiB), for [`read_at_most`].
+pub fn first_read(len: Option<u64>) -> usize {
+    len.map_or(64 << 10, |n| usize::try_from(n).unwrap_or(usize::MAX).saturating_add(1))
 }
 
 /// Resolves `reference` (a path written inside data) against `base_dir`, refusing any
@@ -539,5 +573,54 @@ mod tests {
         let mut read = Vec::new();
         r.read_to_end(&mut read).unwrap();
         assert_eq!(read, body.as_bytes());
+    }
+
+    /// Synthetic (no input file shows a read split in pieces, an interruption or an error
+    /// after some bytes): `read_at_most` appends what `take(max).read_to_end` appends, for
+    /// any first room, with the bytes before an error kept.
+    #[test]
+    fn read_at_most_appends_what_take_read_to_end_does() {
+        struct Pieces(Vec<u8>, usize, bool);
+        impl Read for Pieces {
+            fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+                if self.2 {
+                    self.2 = false;
+                    return Err(io::Error::new(io::ErrorKind::Interrupted, "again"));
+                }
+                self.2 = true;
+                if self.1 == self.0.len() {
+                    return Ok(0);
+                }
+                let n = out.len().min(777).min(self.0.len() - self.1);
+                out[..n].copy_from_slice(&self.0[self.1..self.1 + n]);
+                self.1 += n;
+                Ok(n)
+            }
+        }
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        for max in [0, 1, 999, 10_000, 10_001, 50_000] {
+            for first in [0, 1, 2, 4096, 10_000, 10_001, 1 << 20] {
+                let mut want = b"kept".to_vec();
+                io::Cursor::new(&data).take(max as u64).read_to_end(&mut want).unwrap();
+                let mut got = b"kept".to_vec();
+                let n = read_at_most(&mut Pieces(data.clone(), 0, false), &mut got, max, first).unwrap();
+                assert_eq!((n, &got), (want.len() - 4, &want), "max {max}, first {first}");
+            }
+        }
+        struct Failing(usize);
+        impl Read for Failing {
+            fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+                if self.0 == 0 {
+                    return Err(io::Error::new(io::ErrorKind::InvalidData, "corrupt deflate stream"));
+                }
+                let n = self.0.min(out.len());
+                out[..n].fill(b'x');
+                self.0 -= n;
+                Ok(n)
+            }
+        }
+        let mut got = Vec::new();
+        let err = read_at_most(&mut Failing(5000), &mut got, 1 << 20, 100).unwrap_err();
+        assert_eq!((err.to_string().as_str(), got.len()), ("corrupt deflate stream", 5000));
     }
 }

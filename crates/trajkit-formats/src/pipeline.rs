@@ -529,8 +529,9 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize, earl
     };
     // A read error here (say a truncated .gz) is not final: detect on what was read and
     // let the record stream meet the error again at its line.
-    let mut peek = Vec::with_capacity(len.map_or(0, |n| usize::try_from(n).unwrap_or(PEEK_BYTES).min(PEEK_BYTES)));
-    let peek_error = (&mut reader).take(PEEK_BYTES as u64).read_to_end(&mut peek).err();
+    let first = input::first_read(len);
+    let mut peek = Vec::with_capacity(len.map_or(0, |_| first.min(PEEK_BYTES)));
+    let peek_error = input::read_at_most(&mut reader, &mut peek, PEEK_BYTES, first).err();
     if peek.is_empty() {
         if let Some(e) = peek_error {
             plan.fail(format!("{}: {}", plan.file.display, e), None);
@@ -708,7 +709,7 @@ fn read_skeleton(reader: &mut dyn BufRead, bytes: &mut Vec<u8>, limit: usize) ->
     while bytes.len() < limit {
         want = (want * 2).min(limit);
         let before = bytes.len();
-        if (&mut *reader).take((want - before) as u64).read_to_end(bytes).is_err() || bytes.len() == before {
+        if input::read_at_most(reader, bytes, want - before, want - before).is_err() || bytes.len() == before {
             return skeleton_peek(bytes);
         }
         if let Some(sk) = skeleton_peek(bytes) {
@@ -899,11 +900,9 @@ impl Producer {
         if layout == Layout::Document {
             self.batch.reserve_buf();
             // A plain file is read straight into room of its size: no doubling of the buffer.
-            if let Some(n) = len {
-                self.batch.buf.reserve(usize::try_from(n).unwrap_or(usize::MAX).min(self.limit + 1));
-            }
             let start = self.batch.buf.len();
-            if let Err(e) = (&mut reader).take(self.limit as u64 + 1).read_to_end(&mut self.batch.buf) {
+            let read = input::read_at_most(&mut reader, &mut self.batch.buf, self.limit + 1, input::first_read(len));
+            if let Err(e) = read {
                 self.batch.buf.truncate(start);
                 return Err(format!("{}: read failed: {}", file.display, e));
             }
@@ -1123,14 +1122,14 @@ impl Producer {
         mut line_no: u64,
         from: Option<u64>,
     ) -> Result<(), String> {
-        const CHUNK: u64 = 1 << 20;
+        const CHUNK: usize = 1 << 20;
         let mut line_start = self.batch.buf.len();
         // The file offset of the next byte read: the buffer's last bytes are those before it.
         let mut next_at = from.unwrap_or(0);
         loop {
             self.batch.reserve_buf();
             let scan_from = self.batch.buf.len();
-            let read = reader.take(CHUNK).read_to_end(&mut self.batch.buf);
+            let read = input::read_at_most(reader, &mut self.batch.buf, CHUNK, CHUNK);
             next_at += (self.batch.buf.len() - scan_from) as u64;
             let at = |buf_len: usize, start: usize| from.map(|_| next_at - (buf_len - start) as u64);
             // Complete lines are records even when the read then failed (bytes read before
