@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # trajkit side by side with what users run instead, on the same inputs (issue 14's table):
-# `validate` of ATIF against Harbor's pydantic validator in a Python loop (skipped when the
-# `harbor` package is not installed), and `convert` of Gym JSONL against a throw-away orjson
-# script (bench/peer_orjson.py); `inspect` of the Gym input for reference. Each job is run
+# `validate` and `inspect` of ATIF against Harbor's pydantic validator in a Python loop
+# (skipped when the `harbor` package is not installed), and `convert` of Gym JSONL against a
+# throw-away orjson script (bench/peer_orjson.py); `inspect` of the Gym input for reference.
+# Every input file is read once, untimed, before each command. Each job is run
 # RUNS times (default 1), trajkit and its peer interleaved; medians of wall and CPU (user +
 # system) seconds, and the ratio peer / trajkit (above 1: trajkit is faster).
 # With SCOUT (Inspect Scout's `scout` command), also `build` of ATIF_DIR against Scout's import
@@ -23,10 +24,19 @@ gym=("$@")
 out=$(mktemp -d "${OUT_DIR:-${TMPDIR:-/tmp}}/trajkit-peers.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 
-# Runs the command after $1 under /usr/bin/time; appends "wall cpu" to $out/$1.
+# Reads every input file once, untimed: each command starts with the inputs in the page
+# cache. Without it the first command of a round (trajkit's validate) met the ATIF files
+# evicted by the previous round's Scout import (0.45 s median against 0.21 s warm) while
+# Harbor's loop, run right after it, always found them cached.
+warm() {
+  find "$atif" "${gym[@]}" -type f -print0 | xargs -0 cat >/dev/null
+}
+
+# Runs the command after $1 under /usr/bin/time, inputs warm; appends "wall cpu" to $out/$1.
 timed() {
   local tag=$1
   shift
+  warm
   /usr/bin/time -v "$@" >/dev/null 2>"$out/time.txt" || true
   awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,a,":"); s=0; for(i=1;i<=n;i++) s=s*60+a[i]; w=s}
               /User time/ {u=$2} /System time/ {sys=$2} END {print w, u + sys}' "$out/time.txt" >>"$out/$tag"
@@ -50,6 +60,7 @@ print(bad, "invalid", file=sys.stderr)
 has_harbor=$("$python" -c 'import harbor.models.trajectories' 2>/dev/null && echo yes || echo no)
 for _ in $(seq "$runs"); do
   timed tk_validate "$trajkit" validate "$atif" --threads "$threads"
+  timed tk_inspect_atif "$trajkit" inspect "$atif" --threads "$threads"
   [ "$has_harbor" = yes ] && timed peer_validate "$python" -c "$harbor_loop" "$atif"
   timed tk_convert "$trajkit" convert "${gym[@]}" --threads "$threads" -o "$out/out.jsonl.zst"
   timed peer_convert "$python" "$here/peer_orjson.py" "$out/out.jsonl.gz" "${gym[@]}"
@@ -74,6 +85,7 @@ row() { # job, MiB, trajkit tag, peer name, peer tag
 peer_v="Harbor validator loop"
 [ "$has_harbor" = yes ] || peer_v="Harbor not installed (pip install harbor)"
 row "validate ATIF" "$(mib "$atif")" tk_validate "$peer_v" peer_validate
+row "inspect ATIF" "$(mib "$atif")" tk_inspect_atif "$peer_v" peer_validate
 row "convert Gym to .jsonl.zst" "$(mib "${gym[@]}")" tk_convert "orjson script to .jsonl.gz" peer_convert
 row "inspect Gym" "$(mib "${gym[@]}")" tk_inspect "-" none
 [ -n "$scout" ] && row "build ATIF" "$(mib "$atif")" tk_build "Inspect Scout import" peer_build
