@@ -1,7 +1,8 @@
 //! `trajkit inspect`: per-file figures, as a table or JSON lines.
 
-use crate::pipe::outln;
+use crate::pipe::stdout_done;
 use anyhow::Result;
+use std::fmt::Write as _;
 use std::io::Write;
 use trajkit_formats::{FileReport, InputFile, Sink};
 
@@ -16,18 +17,23 @@ impl Sink for Discard {
 pub fn run(args: &ReadArgs, json: bool) -> Result<u8> {
     init_threads(&args.options)?;
     let outcome = read(args, false, &mut Discard)?;
+    // One buffer for every line: stdout is line-buffered, and a write per file was a
+    // system call per file (6,994 for 6,992 ATIF files).
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if json {
         for r in &outcome.reports {
-            outln!("{}", serde_json::to_string(r)?);
+            stdout_done(serde_json::to_writer(&mut out, r).map_err(std::io::Error::from));
+            stdout_done(out.write_all(b"\n"));
         }
     } else {
-        print_table(&outcome.reports);
+        print_table(&mut out, &outcome.reports);
     }
+    stdout_done(out.flush());
     // inspect describes; it fails only when nothing could be read.
     Ok(if outcome.exit_code() == 2 { 2 } else { 0 })
 }
 
-fn print_table(reports: &[FileReport]) {
+fn print_table(out: &mut impl Write, reports: &[FileReport]) {
     let header = ["path", "format", "records", "traj", "subagents", "steps", "tool_calls", "dup", "rejected", "notes"];
     let rows: Vec<[String; 10]> = reports
         .iter()
@@ -52,25 +58,28 @@ fn print_table(reports: &[FileReport]) {
             *w = (*w).max(cell.chars().count());
         }
     }
-    let line = |cells: &[String]| {
-        let mut out = String::new();
+    let mut text = String::new();
+    let mut line = |out: &mut dyn Write, cells: &[String]| {
+        text.clear();
         for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
-            if i == cells.len() - 1 {
-                out.push_str(c);
+            // Writing to a `String` cannot fail.
+            let _ = if i == cells.len() - 1 {
+                write!(text, "{c}")
             } else if (2..9).contains(&i) {
-                out.push_str(&format!("{c:>w$}  "));
+                write!(text, "{c:>w$}  ")
             } else {
-                out.push_str(&format!("{c:<w$}  "));
-            }
+                write!(text, "{c:<w$}  ")
+            };
         }
-        outln!("{}", out.trim_end());
+        stdout_done(writeln!(out, "{}", text.trim_end()));
     };
-    line(&header.map(String::from));
+    line(out, &header.map(String::from));
     for row in &rows {
-        line(row);
+        line(out, row);
     }
     let total = |f: fn(&FileReport) -> u64| reports.iter().map(f).sum::<u64>();
-    outln!(
+    stdout_done(writeln!(
+        out,
         "{} files: {} trajectories, {} subagents, {} steps, {} tool calls, {} duplicates, {} rejected",
         reports.len(),
         total(|r| r.trajectories),
@@ -79,7 +88,7 @@ fn print_table(reports: &[FileReport]) {
         total(|r| r.tool_calls),
         total(|r| r.duplicate_records),
         total(|r| r.rejected)
-    );
+    ));
 }
 
 fn notes(r: &FileReport) -> String {
