@@ -580,47 +580,42 @@ mod tests {
     /// any first room, with the bytes before an error kept.
     #[test]
     fn read_at_most_appends_what_take_read_to_end_does() {
-        struct Pieces(Vec<u8>, usize, bool);
+        /// Gives `data` at most 777 bytes a read, each read after an interruption; then
+        /// the end, or (`fails`) an error.
+        struct Pieces {
+            data: Vec<u8>,
+            at: usize,
+            interrupt: bool,
+            fails: bool,
+        }
         impl Read for Pieces {
             fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-                if self.2 {
-                    self.2 = false;
+                self.interrupt = !self.interrupt;
+                if !self.interrupt {
                     return Err(io::Error::new(io::ErrorKind::Interrupted, "again"));
                 }
-                self.2 = true;
-                if self.1 == self.0.len() {
-                    return Ok(0);
+                let n = out.len().min(777).min(self.data.len() - self.at);
+                if n == 0 && self.fails {
+                    return Err(io::Error::new(io::ErrorKind::InvalidData, "corrupt deflate stream"));
                 }
-                let n = out.len().min(777).min(self.0.len() - self.1);
-                out[..n].copy_from_slice(&self.0[self.1..self.1 + n]);
-                self.1 += n;
+                out[..n].copy_from_slice(&self.data[self.at..self.at + n]);
+                self.at += n;
                 Ok(n)
             }
         }
         let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        let pieces = |fails| Pieces { data: data.clone(), at: 0, interrupt: false, fails };
         for max in [0, 1, 999, 10_000, 10_001, 50_000] {
             for first in [0, 1, 2, 4096, 10_000, 10_001, 1 << 20] {
                 let mut want = b"kept".to_vec();
                 io::Cursor::new(&data).take(max as u64).read_to_end(&mut want).unwrap();
                 let mut got = b"kept".to_vec();
-                let n = read_at_most(&mut Pieces(data.clone(), 0, false), &mut got, max, first).unwrap();
+                let n = read_at_most(&mut pieces(false), &mut got, max, first).unwrap();
                 assert_eq!((n, &got), (want.len() - 4, &want), "max {max}, first {first}");
             }
         }
-        struct Failing(usize);
-        impl Read for Failing {
-            fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-                if self.0 == 0 {
-                    return Err(io::Error::new(io::ErrorKind::InvalidData, "corrupt deflate stream"));
-                }
-                let n = self.0.min(out.len());
-                out[..n].fill(b'x');
-                self.0 -= n;
-                Ok(n)
-            }
-        }
         let mut got = Vec::new();
-        let err = read_at_most(&mut Failing(5000), &mut got, 1 << 20, 100).unwrap_err();
-        assert_eq!((err.to_string().as_str(), got.len()), ("corrupt deflate stream", 5000));
+        let err = read_at_most(&mut pieces(true), &mut got, 1 << 20, 100).unwrap_err();
+        assert_eq!((err.to_string().as_str(), got), ("corrupt deflate stream", data));
     }
 }
