@@ -20,6 +20,36 @@ macro_rules! out {
 
 pub(crate) use {out, outln};
 
+/// Standard output for commands that print many lines: a block at a time, or a line at a
+/// time to a terminal (where each line should show as soon as it is known). stdout itself is
+/// line-buffered: a `write` system call per line. A failed write ends the process
+/// (`stdout_done`); `finish` writes what is held.
+pub struct Lines {
+    out: std::io::BufWriter<std::io::StdoutLock<'static>>,
+    to_terminal: bool,
+}
+
+impl Lines {
+    pub fn stdout() -> Lines {
+        let stdout = std::io::stdout();
+        let to_terminal = std::io::IsTerminal::is_terminal(&stdout);
+        Lines { out: std::io::BufWriter::new(stdout.lock()), to_terminal }
+    }
+
+    /// Writes `text` and a newline.
+    pub fn line(&mut self, text: std::fmt::Arguments) {
+        stdout_done(writeln!(self.out, "{text}"));
+        if self.to_terminal {
+            stdout_done(self.out.flush());
+        }
+    }
+
+    /// Writes out the lines held.
+    pub fn finish(&mut self) {
+        stdout_done(self.out.flush());
+    }
+}
+
 /// Checks a write to stdout: a closed pipe exits 0 at once, as ripgrep does (the reader
 /// has all it wanted); any other failure is an error with exit status 2.
 pub fn stdout_done(result: std::io::Result<()>) {

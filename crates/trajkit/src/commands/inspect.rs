@@ -1,9 +1,8 @@
 //! `trajkit inspect`: per-file figures, as a table or JSON lines.
 
-use crate::pipe::stdout_done;
+use crate::pipe::Lines;
 use anyhow::Result;
 use std::fmt::Write as _;
-use std::io::Write;
 use trajkit_formats::{FileReport, InputFile, Sink};
 
 use super::{init_threads, read};
@@ -17,23 +16,20 @@ impl Sink for Discard {
 pub fn run(args: &ReadArgs, json: bool) -> Result<u8> {
     init_threads(&args.options)?;
     let outcome = read(args, false, &mut Discard)?;
-    // One buffer for every line: stdout is line-buffered, and a write per file was a
-    // system call per file (6,994 for 6,992 ATIF files).
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut out = Lines::stdout();
     if json {
         for r in &outcome.reports {
-            stdout_done(serde_json::to_writer(&mut out, r).map_err(std::io::Error::from));
-            stdout_done(out.write_all(b"\n"));
+            out.line(format_args!("{}", serde_json::to_string(r)?));
         }
     } else {
         print_table(&mut out, &outcome.reports);
     }
-    stdout_done(out.flush());
+    out.finish();
     // inspect describes; it fails only when nothing could be read.
     Ok(if outcome.exit_code() == 2 { 2 } else { 0 })
 }
 
-fn print_table(out: &mut impl Write, reports: &[FileReport]) {
+fn print_table(out: &mut Lines, reports: &[FileReport]) {
     let header = ["path", "format", "records", "traj", "subagents", "steps", "tool_calls", "dup", "rejected", "notes"];
     let rows: Vec<[String; 10]> = reports
         .iter()
@@ -59,7 +55,7 @@ fn print_table(out: &mut impl Write, reports: &[FileReport]) {
         }
     }
     let mut text = String::new();
-    let mut line = |out: &mut dyn Write, cells: &[String]| {
+    let mut line = |out: &mut Lines, cells: &[String]| {
         text.clear();
         for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
             // Writing to a `String` cannot fail.
@@ -71,15 +67,14 @@ fn print_table(out: &mut impl Write, reports: &[FileReport]) {
                 write!(text, "{c:<w$}  ")
             };
         }
-        stdout_done(writeln!(out, "{}", text.trim_end()));
+        out.line(format_args!("{}", text.trim_end()));
     };
     line(out, &header.map(String::from));
     for row in &rows {
         line(out, row);
     }
     let total = |f: fn(&FileReport) -> u64| reports.iter().map(f).sum::<u64>();
-    stdout_done(writeln!(
-        out,
+    out.line(format_args!(
         "{} files: {} trajectories, {} subagents, {} steps, {} tool calls, {} duplicates, {} rejected",
         reports.len(),
         total(|r| r.trajectories),

@@ -1,6 +1,6 @@
 //! `trajkit query`: SQL on a library's index, opened read-only.
 
-use crate::pipe::{out, outln};
+use crate::pipe::{out, Lines};
 use std::io::Write;
 use std::path::Path;
 
@@ -42,17 +42,19 @@ pub fn run(library: &Path, sql: &str, json: bool) -> Result<u8> {
     let names: Vec<String> = st.column_names().iter().map(|s| s.to_string()).collect();
     let mut rows = st.query([])?;
     let mut table: Vec<Vec<String>> = Vec::new();
+    let mut lines = Lines::stdout();
     while let Some(r) = rows.next()? {
         if json {
             let mut obj = serde_json::Map::new();
             for (i, n) in names.iter().enumerate() {
                 obj.insert(n.clone(), to_json(r.get_ref(i)?));
             }
-            outln!("{}", serde_json::Value::Object(obj));
+            lines.line(format_args!("{}", serde_json::Value::Object(obj)));
         } else {
             table.push((0..names.len()).map(|i| r.get_ref(i).map(to_text)).collect::<Result<_, _>>()?);
         }
     }
+    lines.finish();
     if !json {
         out!("{}", crate::table::render(&names, &table));
     }

@@ -1,9 +1,8 @@
 //! `trajkit validate`: every problem with file:line and field; the exit status tells.
 
-use crate::pipe::stdout_done;
+use crate::pipe::Lines;
 use anyhow::Result;
 use serde_json::json;
-use std::io::{IsTerminal, Write};
 use trajkit_formats::{FileReport, InputFile, Rejection, Sink};
 use trajkit_verify::completeness::{self, Tally};
 
@@ -11,10 +10,7 @@ use super::{init_threads, read_with};
 use crate::ReadArgs;
 
 struct Problems {
-    /// Standard output, written a block at a time (a line at a time to a terminal): stdout
-    /// itself is line-buffered, a system call per problem.
-    out: std::io::BufWriter<std::io::StdoutLock<'static>>,
-    to_terminal: bool,
+    out: Lines,
     json: bool,
     strict: bool,
     rejected: u64,
@@ -29,7 +25,7 @@ impl Sink for Problems {
             if !lacks.is_empty() {
                 let line =
                     if self.json { completeness::json_line(t, &lacks) } else { completeness::text_line(t, &lacks) };
-                self.line(format_args!("{line}"));
+                self.out.line(format_args!("{line}"));
             }
         }
     }
@@ -37,20 +33,20 @@ impl Sink for Problems {
     fn rejection(&mut self, r: &Rejection) {
         self.rejected += 1;
         if self.json {
-            self.line(format_args!("{}", serde_json::to_string(r).unwrap_or_default()));
+            self.out.line(format_args!("{}", serde_json::to_string(r).unwrap_or_default()));
             return;
         }
         for p in &r.problems {
-            self.line(format_args!("{}: {}: {}: {}", r.location(), p.json_path, p.reason.as_str(), p.message));
+            self.out.line(format_args!("{}: {}: {}: {}", r.location(), p.json_path, p.reason.as_str(), p.message));
         }
     }
 
     fn file_done(&mut self, report: &FileReport) {
         if let Some(e) = &report.error {
             if self.json {
-                self.line(format_args!("{}", json!({"path": report.path, "error": e})));
+                self.out.line(format_args!("{}", json!({"path": report.path, "error": e})));
             } else {
-                self.line(format_args!("{e}"));
+                self.out.line(format_args!("{e}"));
             }
         }
     }
@@ -60,26 +56,13 @@ impl Sink for Problems {
     }
 }
 
-impl Problems {
-    /// Writes one line of output; a closed pipe or a failed write ends the process
-    /// (`stdout_done`).
-    fn line(&mut self, text: std::fmt::Arguments) {
-        stdout_done(writeln!(self.out, "{text}"));
-        if self.to_terminal {
-            stdout_done(self.out.flush());
-        }
-    }
-}
-
 pub fn run(args: &ReadArgs, strict: bool, json: bool, complete: bool) -> Result<u8> {
     init_threads(&args.options)?;
-    let stdout = std::io::stdout();
-    let to_terminal = stdout.is_terminal();
-    let out = std::io::BufWriter::new(stdout.lock());
-    let mut sink = Problems { out, to_terminal, json, strict, rejected: 0, complete: complete.then(Tally::default) };
+    let mut sink =
+        Problems { out: Lines::stdout(), json, strict, rejected: 0, complete: complete.then(Tally::default) };
     let outcome = read_with(args, false, complete, &mut sink)?;
     // The problems come before the summary on stderr.
-    stdout_done(sink.out.flush());
+    sink.out.finish();
     let files = outcome.reports.len();
     let accepted: u64 = outcome.reports.iter().map(|r| r.trajectories).sum();
     let rejected: u64 = outcome.reports.iter().map(|r| r.rejected).sum();
