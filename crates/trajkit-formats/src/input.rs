@@ -205,7 +205,7 @@ pub fn read_all(file: &InputFile) -> Result<Vec<u8>, FormatError> {
 /// as large as that buffer skips it. A file of known length `n` is read with `first = n + 1`.
 pub fn read_at_most(reader: &mut dyn Read, buf: &mut Vec<u8>, max: usize, first: usize) -> io::Result<usize> {
     let start = buf.len();
-    let mut room = first.clamp(1, max.max(1)).min(max);
+    let mut room = first.max(1).min(max);
     let mut filled = 0;
     let result = loop {
         if filled == room {
