@@ -18,7 +18,7 @@ use crate::error::LibraryError;
 use crate::index::{FileRow, IndexWriter, Msg};
 use crate::partial::{unique_id, with_id, Entry, IdCounts, PartialSummary, ENTRIES, SUMMARY};
 use crate::plan::{partial_dir, registry_of, BuildPlan};
-use crate::registry::Registry;
+use crate::registry::{Registry, Role};
 use crate::shards::{Placement, ShardWriter};
 use crate::{coverage, layout, rows_out, stats};
 
@@ -346,7 +346,7 @@ impl Merge {
             Entry::Trajectory { record_id, mut row, steps, calls, shingles, content, ngrams } => {
                 let task = self.tasks.add(&row, shingles);
                 self.near.add(&row.interaction_digest, task, content);
-                self.contamination.add(&row.interaction_digest, ngrams);
+                self.contamination.add(&row.interaction_digest, row.role == Role::EvaluationOnly.as_str(), ngrams);
                 let local = local_shard(path, n, &row.shard)?;
                 row.id = match ids.and_then(|i| i.next()) {
                     Some(id) => id,
