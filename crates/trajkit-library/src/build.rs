@@ -110,9 +110,15 @@ pub struct BuildSummary {
     pub contamination_failure: Option<String>,
 }
 
-/// Something written into the finished library before its manifest (the gallery): it
-/// gets the library opened from the staging directory.
-pub type Finisher<'a> = &'a dyn Fn(&crate::read::Library) -> Result<(), String>;
+/// Something written into the finished library before its manifest (the gallery). It sees
+/// each row as `evaluation/per_trajectory.jsonl.gz` is written, so that it need not read the
+/// rows back, then gets the library opened from the staging directory.
+pub trait Finisher {
+    /// A row of the library, in library order, as the evaluation rows are written.
+    fn row(&mut self, _row: &crate::row::Row) {}
+    /// Writes into the complete library (manifest and swap come after).
+    fn finish(&mut self, lib: &crate::read::Library) -> Result<(), String>;
+}
 
 /// Builds the library at `opts.output`.
 pub fn build(opts: &BuildOptions, progress: &dyn Progress) -> Result<BuildSummary, LibraryError> {
@@ -128,7 +134,7 @@ pub fn build(opts: &BuildOptions, progress: &dyn Progress) -> Result<BuildSummar
 pub fn build_with(
     opts: &BuildOptions,
     progress: &dyn Progress,
-    finisher: Option<Finisher>,
+    finisher: Option<&mut dyn Finisher>,
 ) -> Result<BuildSummary, LibraryError> {
     let session = BuildSession::begin(opts)?;
     let mut plan = crate::plan::plan(opts, None)?;
@@ -204,7 +210,7 @@ impl BuildSession {
         opts: &BuildOptions,
         plan: &BuildPlan,
         progress: &dyn Progress,
-        finisher: Option<Finisher>,
+        finisher: Option<&mut dyn Finisher>,
     ) -> Result<BuildSummary, LibraryError> {
         self.finish_from(opts, plan, progress, finisher, None)
     }
@@ -215,17 +221,22 @@ impl BuildSession {
         opts: &BuildOptions,
         plan: &BuildPlan,
         progress: &dyn Progress,
-        finisher: Option<Finisher>,
+        mut finisher: Option<&mut dyn Finisher>,
         streamed: Option<Merge>,
     ) -> Result<BuildSummary, LibraryError> {
         let staging = self.staging.path();
-        let summary = crate::finalize::finalize_from(opts, plan, staging, progress, streamed)?;
+        let mut rows = |row: &crate::row::Row| {
+            if let Some(f) = finisher.as_deref_mut() {
+                f.row(row);
+            }
+        };
+        let summary = crate::finalize::finalize_from(opts, plan, staging, progress, streamed, &mut rows)?;
         if summary.strict_failure.is_some() || summary.contamination_failure.is_some() {
             return Ok(summary); // the staging directory is removed on drop; the old library stays
         }
         if let Some(finish) = finisher {
             let lib = crate::read::Library::open(staging)?;
-            finish(&lib).map_err(|message| LibraryError::Invalid { path: opts.output.clone(), message })?;
+            finish.finish(&lib).map_err(|message| LibraryError::Invalid { path: opts.output.clone(), message })?;
         }
         if progress.cancelled() {
             return Err(LibraryError::Cancelled);

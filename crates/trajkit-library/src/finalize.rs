@@ -33,17 +33,19 @@ pub fn finalize(
     staging: &Path,
     progress: &dyn Progress,
 ) -> Result<BuildSummary, LibraryError> {
-    finalize_from(opts, plan, staging, progress, None)
+    finalize_from(opts, plan, staging, progress, None, &mut |_| {})
 }
 
 /// `finalize`, given the merge of the plan's first partial when it ran while that partial
 /// was read (`Merge::streamed`): its entries are loaded already, its shards are placed here.
+/// `rows` sees each evaluation row as it is written (`Finisher::row`).
 pub(crate) fn finalize_from(
     opts: &BuildOptions,
     plan: &BuildPlan,
     staging: &Path,
     progress: &dyn Progress,
     streamed: Option<Merge>,
+    rows: &mut dyn FnMut(&crate::row::Row),
 ) -> Result<BuildSummary, LibraryError> {
     let registry = registry_of(opts)?;
     let partials = read_summaries(plan, staging)?;
@@ -135,7 +137,7 @@ pub(crate) fn finalize_from(
         let statistics = s.spawn(|| stats::compute(&crate::index::open_read_only(&index_path)?, &index_path));
         let conn = crate::index::open_read_only(&index_path)?;
         progress.stage("evaluation rows");
-        rows_out::write_rows(&conn, &index_path, &staging.join(crate::read::ROWS_PATH))?;
+        rows_out::write_rows(&conn, &index_path, &staging.join(crate::read::ROWS_PATH), rows)?;
         cancelled(progress)?;
         progress.stage("coverage");
         let coverage = coverage::coverage(&registry, reports, &conn, &index_path)?;

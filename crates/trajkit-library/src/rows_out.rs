@@ -85,8 +85,14 @@ pub fn row_from_sql(r: &SqlRow<'_>) -> rusqlite::Result<Row> {
 /// Streams every row, in library order, to a gzip JSON Lines file (level 1: this is
 /// on the build's critical path; the header carries no time stamp, so bytes are stable).
 /// Deflated on a thread of its own (`write_behind`) while the rows are read and serialized
-/// here (serializing is most of the stage: 0.60 -> 0.55 s at 4 GB distinct).
-pub fn write_rows(conn: &Connection, index: &Path, out: &Path) -> Result<u64, LibraryError> {
+/// here (serializing is most of the stage: 0.60 -> 0.55 s at 4 GB distinct). `observe`
+/// sees each row after it is written.
+pub fn write_rows(
+    conn: &Connection,
+    index: &Path,
+    out: &Path,
+    observe: &mut dyn FnMut(&Row),
+) -> Result<u64, LibraryError> {
     let sql = |source| LibraryError::Sqlite { path: index.to_path_buf(), source };
     let file = std::fs::File::create(out).map_err(LibraryError::io(out))?;
     let gz = flate2::write::GzEncoder::new(BufWriter::with_capacity(1 << 20, file), flate2::Compression::new(1));
@@ -102,6 +108,7 @@ pub fn write_rows(conn: &Connection, index: &Path, out: &Path) -> Result<u64, Li
             .map_err(|e| LibraryError::Invalid { path: out.to_path_buf(), message: e.to_string() })?;
         line.push(b'\n');
         gz.write_all(&line).map_err(LibraryError::io(out))?;
+        observe(&row);
         n += 1;
     }
     let gz = gz.finish().map_err(LibraryError::io(out))?;

@@ -1,8 +1,10 @@
 //! `build`: the library (`trajkit_library::build_with`, or the finalize of partials built
 //! apart) with its gallery written into it, redacted as asked, before the manifest.
 
-use trajkit_export::gallery::{write_gallery, GalleryOptions};
-use trajkit_library::{BuildOptions, BuildPlan, BuildSession, BuildSummary, Finisher, Library, LibraryError, Progress};
+use trajkit_export::gallery::{write_gallery_of, GalleryOptions, GalleryRows};
+use trajkit_library::{
+    BuildOptions, BuildPlan, BuildSession, BuildSummary, Finisher, Library, LibraryError, Progress, Row,
+};
 use trajkit_model::Trajectory;
 
 use crate::{OpsError, RedactionOptions};
@@ -46,19 +48,39 @@ fn with_gallery(
     opts: &BuildOptions,
     redaction: &RedactionOptions,
     progress: &dyn Progress,
-    run: impl FnOnce(Finisher) -> Result<BuildSummary, LibraryError>,
+    run: impl FnOnce(&mut dyn Finisher) -> Result<BuildSummary, LibraryError>,
 ) -> Result<BuildSummary, OpsError> {
     let title = opts.output.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "library".into());
-    let redact_fn = redaction.engine()?.map(|e| e.gallery_hook());
-    let gallery = |lib: &Library| -> Result<(), String> {
-        progress.stage("gallery");
+    let redact = redaction.engine()?.map(|e| e.gallery_hook());
+    let options = GalleryOptions::default();
+    let rows = GalleryRows::new(&options);
+    let mut gallery =
+        Gallery { title, redact: redact.as_ref().map(|f| f as &dyn Fn(&mut Trajectory)), progress, rows: Some(rows) };
+    Ok(run(&mut gallery)?)
+}
+
+/// The gallery as a build's finisher: it gathers the rows as finalize writes them, then
+/// renders the page (instead of reading every row back from the finished library).
+struct Gallery<'a> {
+    title: String,
+    redact: Option<&'a dyn Fn(&mut Trajectory)>,
+    progress: &'a dyn Progress,
+    /// Taken by `finish`.
+    rows: Option<GalleryRows>,
+}
+
+impl Finisher for Gallery<'_> {
+    fn row(&mut self, row: &Row) {
+        if let Some(rows) = self.rows.as_mut() {
+            rows.add(row);
+        }
+    }
+
+    fn finish(&mut self, lib: &Library) -> Result<(), String> {
+        self.progress.stage("gallery");
         let out = lib.root().join("examples.html");
-        let opts = GalleryOptions {
-            title: Some(&title),
-            redact: redact_fn.as_ref().map(|f| f as &dyn Fn(&mut Trajectory)),
-            ..Default::default()
-        };
-        write_gallery(lib, &out, &opts).map(|_| ()).map_err(|e| format!("writing the gallery: {e}"))
-    };
-    Ok(run(&gallery)?)
+        let opts = GalleryOptions { title: Some(&self.title), redact: self.redact, ..Default::default() };
+        let rows = self.rows.take().ok_or("the gallery was already written")?;
+        write_gallery_of(lib, rows, &out, &opts).map(|_| ()).map_err(|e| format!("writing the gallery: {e}"))
+    }
 }

@@ -14,7 +14,7 @@ pub mod stats;
 
 use std::path::{Path, PathBuf};
 
-use trajkit_library::{Library, LibraryError};
+use trajkit_library::{Library, LibraryError, Row};
 use trajkit_model::Trajectory;
 
 pub use html::escape;
@@ -95,22 +95,65 @@ const MAX_EXAMPLE_BYTES: usize = 256 << 10;
 /// Bytes kept for the page's fixed parts (head, CSS, source headings, footer).
 const CHROME_BYTES: usize = 24 << 10;
 
+/// What the page needs of the library's rows, gathered one row at a time: the figures and
+/// the sample. `build` feeds it the rows as it writes them (`Finisher::row`); a finished
+/// library's rows are read back (`GalleryRows::of`).
+pub struct GalleryRows {
+    summary: Summary,
+    sampler: Sampler,
+}
+
+impl GalleryRows {
+    /// Nothing seen yet; the sample keeps `opts.examples_per_source` rows per source and class.
+    pub fn new(opts: &GalleryOptions) -> GalleryRows {
+        GalleryRows { summary: Summary::default(), sampler: Sampler::new(opts.examples_per_source) }
+    }
+
+    /// Counts `row` and offers it to the sample.
+    pub fn add(&mut self, row: &Row) {
+        self.summary.add(row);
+        self.sampler.add(row);
+    }
+
+    /// Every row of `lib`, read from its evaluation rows.
+    pub fn of(lib: &Library, opts: &GalleryOptions) -> Result<GalleryRows, GalleryError> {
+        let mut rows = GalleryRows::new(opts);
+        for row in lib.rows()? {
+            rows.add(&row?);
+        }
+        Ok(rows)
+    }
+}
+
 /// Writes the gallery of `lib` to `out` atomically (temporary file, then rename).
 pub fn write_gallery(lib: &Library, out: &Path, opts: &GalleryOptions) -> Result<GalleryReport, GalleryError> {
-    let (page, report) = render_gallery(lib, opts)?;
+    write_gallery_of(lib, GalleryRows::of(lib, opts)?, out, opts)
+}
+
+/// `write_gallery` from rows already gathered (every row of `lib`, in library order).
+pub fn write_gallery_of(
+    lib: &Library,
+    rows: GalleryRows,
+    out: &Path,
+    opts: &GalleryOptions,
+) -> Result<GalleryReport, GalleryError> {
+    let (page, report) = render_rows(lib, rows, opts)?;
     write_atomically(out, page.as_bytes())?;
     Ok(report)
 }
 
 /// The page as a string, and its report.
 pub fn render_gallery(lib: &Library, opts: &GalleryOptions) -> Result<(String, GalleryReport), GalleryError> {
-    let mut summary = Summary::default();
-    let mut sampler = Sampler::new(opts.examples_per_source);
-    for row in lib.rows()? {
-        let row = row?;
-        summary.add(&row);
-        sampler.add(&row);
-    }
+    render_rows(lib, GalleryRows::of(lib, opts)?, opts)
+}
+
+/// The page of `lib` from its gathered rows.
+fn render_rows(
+    lib: &Library,
+    rows: GalleryRows,
+    opts: &GalleryOptions,
+) -> Result<(String, GalleryReport), GalleryError> {
+    let GalleryRows { summary, sampler } = rows;
     let name = opts.title.map_or_else(|| library_name(lib.root()), str::to_string);
     let head = page::head(&name);
     let mut summary_html = Html::new();
