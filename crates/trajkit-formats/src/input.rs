@@ -191,10 +191,13 @@ pub(crate) fn read_gathered(file: &InputFile, limit: usize) -> Result<Vec<u8>, c
     }
 }
 
+/// The whole (decompressed) file, read as planning and the producer read documents
+/// (`read_at_most`: a plain file in one request of its size).
 pub fn read_all(file: &InputFile) -> Result<Vec<u8>, FormatError> {
-    let mut r = open(file)?;
+    let (mut r, len) = open_sized(file)?;
     let mut buf = Vec::new();
-    r.read_to_end(&mut buf).map_err(|e| FormatError::Io { path: file.display.clone(), source: e })?;
+    read_at_most(&mut r, &mut buf, usize::MAX, first_read(len))
+        .map_err(|e| FormatError::Io { path: file.display.clone(), source: e })?;
     Ok(buf)
 }
 

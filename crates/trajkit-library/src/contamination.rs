@@ -158,10 +158,7 @@ impl Collector {
         let mut spill = self.spill.reader().map_err(&spill_err)?;
         // Each query scans every trajectory (0.2 s apiece on a 4 GB corpus): asked only when
         // its answer can matter.
-        let eval = match self.evaluation {
-            true => pairs(conn, EVALUATION).map_err(sql)?,
-            false => Vec::new(),
-        };
+        let eval = if self.evaluation { pairs(conn, EVALUATION).map_err(sql)? } else { Vec::new() };
         let mut eval_clusters: HashMap<&str, Vec<&str>> = HashMap::new();
         for (cluster, digest) in &eval {
             eval_clusters.entry(digest.as_str()).or_default().push(cluster.as_str());

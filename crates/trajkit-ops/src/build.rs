@@ -52,18 +52,20 @@ fn with_gallery(
 ) -> Result<BuildSummary, OpsError> {
     let title = opts.output.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "library".into());
     let redact = redaction.engine()?.map(|e| e.gallery_hook());
-    let options = GalleryOptions::default();
-    let rows = GalleryRows::new(&options);
-    let mut gallery =
-        Gallery { title, redact: redact.as_ref().map(|f| f as &dyn Fn(&mut Trajectory)), progress, rows: Some(rows) };
+    let options = GalleryOptions {
+        title: Some(&title),
+        redact: redact.as_ref().map(|f| f as &dyn Fn(&mut Trajectory)),
+        ..Default::default()
+    };
+    let mut gallery = Gallery { options, progress, rows: Some(GalleryRows::new(&options)) };
     Ok(run(&mut gallery)?)
 }
 
 /// The gallery as a build's finisher: it gathers the rows as finalize writes them, then
 /// renders the page (instead of reading every row back from the finished library).
 struct Gallery<'a> {
-    title: String,
-    redact: Option<&'a dyn Fn(&mut Trajectory)>,
+    /// The sample's size and the page's, one set of options for both.
+    options: GalleryOptions<'a>,
     progress: &'a dyn Progress,
     /// Taken by `finish`.
     rows: Option<GalleryRows>,
@@ -79,8 +81,7 @@ impl Finisher for Gallery<'_> {
     fn finish(&mut self, lib: &Library) -> Result<(), String> {
         self.progress.stage("gallery");
         let out = lib.root().join("examples.html");
-        let opts = GalleryOptions { title: Some(&self.title), redact: self.redact, ..Default::default() };
         let rows = self.rows.take().ok_or("the gallery was already written")?;
-        write_gallery_of(lib, rows, &out, &opts).map(|_| ()).map_err(|e| format!("writing the gallery: {e}"))
+        write_gallery_of(lib, rows, &out, &self.options).map(|_| ()).map_err(|e| format!("writing the gallery: {e}"))
     }
 }
