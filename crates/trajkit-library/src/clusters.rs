@@ -501,20 +501,9 @@ CREATE TABLE near_duplicate_instructions (a TEXT NOT NULL, b TEXT NOT NULL, simi
   PRIMARY KEY (a, b)) WITHOUT ROWID;
 ";
 
-/// Gives every trajectory its cluster, reason and the cluster's split, then counts.
-const APPLY: &str = "
-UPDATE trajectories SET task_cluster = l.task_cluster, task_cluster_reason = l.reason,
-  task_cluster_similarity = l.similarity, split = c.split
-  FROM task_cluster_links AS l JOIN task_clusters AS c ON c.task_cluster = l.task_cluster
-  WHERE l.split_key = trajectories.split_key AND l.instruction_digest = coalesce(trajectories.instruction_digest, '');
-CREATE INDEX trajectories_task_cluster ON trajectories (task_cluster);
-UPDATE task_clusters SET trajectories = n.n FROM
-  (SELECT task_cluster, count(*) AS n FROM trajectories GROUP BY task_cluster) AS n
-  WHERE n.task_cluster = task_clusters.task_cluster;
-";
-
-/// Writes the cluster tables into the loaded index and applies them to its trajectories
-/// (before `index::finalize`, which derives eligibility and tasks from the splits).
+/// Writes the cluster tables into the loaded index. `index::finalize` applies them to the
+/// trajectories (cluster, reason, split) in its one joined `UPDATE` and counts each cluster's
+/// trajectories: a second pass rewriting every wide row cost 0.35 s at 4 GB.
 pub fn write_index(
     conn: &rusqlite::Connection,
     path: &std::path::Path,
@@ -537,7 +526,6 @@ pub fn write_index(
     for p in &c.near_pairs {
         st.execute(params![p.a, p.b, p.similarity]).map_err(sql)?;
     }
-    conn.execute_batch(APPLY).map_err(sql)?;
     conn.execute_batch("COMMIT").map_err(sql)
 }
 

@@ -46,16 +46,19 @@ CREATE TABLE rejections (file INTEGER NOT NULL, path TEXT NOT NULL, line INTEGER
   reason TEXT NOT NULL, json_path TEXT NOT NULL, message TEXT NOT NULL);
 ";
 
-/// Work done once everything is loaded: duplicate groups, then eligibility, group sizes and
-/// ranks in one `UPDATE` (each full `UPDATE` rewrites every wide row; the near-duplicate
-/// group size starts as the exact one, `near` enlarges it for members), tasks, then the
-/// secondary indexes. Every row has exactly one duplicate group (grouped by its interaction
-/// digest) and one rank, so the joined `UPDATE` reaches every row. The ranks are sorted
-/// back into row order, so that the `UPDATE` rewrites the table front to back instead of
-/// task by task (a fifth of its time at 4 GB).
+/// Work done once everything is loaded: duplicate groups, then eligibility, group sizes,
+/// ranks and task clusters (`clusters::write_index` wrote their tables) in one `UPDATE`
+/// (each full `UPDATE` rewrites every wide row; the near-duplicate group size starts as the
+/// exact one, `near` enlarges it for members), tasks, then the secondary indexes. Every row
+/// has exactly one duplicate group (grouped by its interaction digest), one rank and one
+/// cluster link (every trajectory's split key and instruction are a pair of the task
+/// collector, and every pair is linked), so the joined `UPDATE` reaches every row; it sets
+/// `split` from the row's cluster, so eligibility reads the cluster's split. The ranks are
+/// sorted back into row order, so that the `UPDATE` rewrites the table front to back instead
+/// of task by task (a fifth of its time at 4 GB). The digest indexes come after the cluster
+/// index, as they did when the clusters were applied first (the schema lists them in that
+/// order).
 const FINALIZE: &str = "
-CREATE INDEX trajectories_content_digest ON trajectories (content_digest);
-CREATE INDEX trajectories_interaction_digest ON trajectories (interaction_digest);
 CREATE TABLE duplicate_groups (duplicate_group TEXT PRIMARY KEY, interaction_digest TEXT NOT NULL,
   size INTEGER NOT NULL, outcomes_disagree INTEGER NOT NULL, trajectory_ids TEXT NOT NULL);
 INSERT INTO duplicate_groups
@@ -65,17 +68,26 @@ INSERT INTO duplicate_groups
   FROM (SELECT duplicate_group, interaction_digest, id, status, reward FROM trajectories ORDER BY ordinal)
   GROUP BY interaction_digest ORDER BY duplicate_group, interaction_digest;
 UPDATE trajectories SET
-    training_eligible = (sft_eligible AND role = 'training' AND split <> 'protected_evaluation'),
+    training_eligible = (sft_eligible AND role = 'training' AND c.split <> 'protected_evaluation'),
     duplicate_group_size = g.size, duplicate_outcomes_disagree = g.outcomes_disagree, task_rank = r.rank,
-    near_duplicate_group_size = g.size
+    near_duplicate_group_size = g.size, task_cluster = l.task_cluster, task_cluster_reason = l.reason,
+    task_cluster_similarity = l.similarity, split = c.split
   FROM duplicate_groups AS g, (
     SELECT ordinal, row_number() OVER (
       PARTITION BY task_key, coalesce(environment, ''), coalesce(environment_version, '')
       ORDER BY quality_tier DESC,
         CASE status WHEN 'success' THEN 0 WHEN 'unknown' THEN 1 ELSE 2 END,
         coalesce(action_observation_completeness, 0) DESC, steps ASC, path, line, document_index, ordinal) AS rank
-    FROM trajectories ORDER BY ordinal) AS r
-  WHERE g.interaction_digest = trajectories.interaction_digest AND r.ordinal = trajectories.ordinal;
+    FROM trajectories ORDER BY ordinal) AS r,
+    task_cluster_links AS l JOIN task_clusters AS c ON c.task_cluster = l.task_cluster
+  WHERE g.interaction_digest = trajectories.interaction_digest AND r.ordinal = trajectories.ordinal
+    AND l.split_key = trajectories.split_key AND l.instruction_digest = coalesce(trajectories.instruction_digest, '');
+CREATE INDEX trajectories_task_cluster ON trajectories (task_cluster);
+UPDATE task_clusters SET trajectories = n.n FROM
+  (SELECT task_cluster, count(*) AS n FROM trajectories GROUP BY task_cluster) AS n
+  WHERE n.task_cluster = task_clusters.task_cluster;
+CREATE INDEX trajectories_content_digest ON trajectories (content_digest);
+CREATE INDEX trajectories_interaction_digest ON trajectories (interaction_digest);
 CREATE TABLE tasks (task_key TEXT PRIMARY KEY, split TEXT NOT NULL, attempts INTEGER NOT NULL,
   success INTEGER NOT NULL, failure INTEGER NOT NULL, unknown INTEGER NOT NULL,
   sources INTEGER NOT NULL, environments INTEGER NOT NULL, task_id TEXT, environment TEXT);
