@@ -17,8 +17,16 @@ out=$(mktemp -d "${OUT_DIR:-${TMPDIR:-/tmp}}/trajkit-ab.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 mib=$(du -scbL "${inputs[@]}" | tail -1 | awk '{printf "%.1f", $1 / 1048576}')
 
-# One run of binary $1; appends "wall cpu system" seconds to $out/$2.
+# Reads every input once, untimed, so that each run starts with its input in the page cache
+# (the benchmark machine's DAMON pages out page cache unused for a minute: a first run after
+# a pause read part of its input from disk).
+warm() {
+  find -L "${inputs[@]}" -type f -print0 | xargs -0 cat >/dev/null
+}
+
+# One run of binary $1, inputs warm; appends "wall cpu system" seconds to $out/$2.
 run() {
+  warm
   local args=("$cmd" "${inputs[@]}" --threads "$threads")
   [ "$cmd" = convert ] && args+=(-o "$out/out.jsonl.zst")
   [ "$cmd" = build ] && args+=(-o "$out/lib" --quiet)
