@@ -359,13 +359,7 @@ fn read_all(
     // The parallel stage runs on its own thread so that records of the next batch are
     // mapped while this thread applies and writes the previous one.
     let (done_tx, done_rx) = bounded::<Mapped>(2);
-    let mapping = Arc::new(Mapping {
-        early_read,
-        canonical: opts.canonical,
-        keep: opts.records,
-        outcomes: opts.outcomes.clone(),
-        analyze: opts.analyze.clone(),
-    });
+    let mapping = Arc::new(Mapping { early_read, opts: opts.clone() });
     let pool = mapping_pool()?;
     let stage = std::thread::spawn(move || {
         // One batch is mapped while the next is queued behind it in the pool: a worker that
@@ -472,15 +466,12 @@ type Mapped = (Batch, Vec<Option<Processed>>);
 /// The reader and file of a record to be read (`None` when its file is not read).
 type StageJob = Option<(&'static dyn Reader, Arc<InputFile>)>;
 
-/// What the mapping of every batch shares: the records read while planning, and the work
-/// each record gets.
+/// What the mapping of every batch shares: the records read while planning, and the
+/// options that say what work each record gets (`Work::of`).
 struct Mapping {
     /// Records read early (a consumed file's is dropped), taken when their file comes up.
     early_read: Vec<std::sync::Mutex<Option<Box<Processed>>>>,
-    canonical: bool,
-    keep: bool,
-    outcomes: Option<Arc<crate::outcomes::OutcomeTable>>,
-    analyze: Option<Analyzer>,
+    opts: Options,
 }
 
 impl Mapping {
@@ -493,13 +484,7 @@ impl Mapping {
             .map(|(item, job)| match (item, job) {
                 (Item::Early(r), _) => self.early_read.get(r.file).and_then(|m| m.lock().ok()?.take()).map(|p| *p),
                 (Item::Record(r), Some((reader, file))) => {
-                    let work = Work {
-                        canonical: self.canonical,
-                        keep: self.keep,
-                        outcomes: self.outcomes.as_deref(),
-                        analyze: self.analyze.as_ref(),
-                    };
-                    Some(process(*reader, batch.bytes(r), r, file, work, None, false))
+                    Some(process(*reader, batch.bytes(r), r, file, Work::of(&self.opts), None, false))
                 }
                 (Item::Record(_) | Item::End(..), _) => None,
             })
