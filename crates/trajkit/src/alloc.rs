@@ -1,7 +1,9 @@
 //! The allocator tuning shared by the two programs that declare mimalloc as their global
 //! allocator: the `trajkit` binary and the Python package's extension module. mimalloc is
 //! built without transparent huge pages (`no_thp` in Cargo.toml): a first touch of a huge
-//! page zeroes 2 MiB, which cost 6-10 % of a run and inflated peak RSS by a third.
+//! page zeroes 2 MiB, which cost 6-10 % of a run and inflated peak RSS by a third. It is
+//! mimalloc 2 (`v2`): version 3 ran no faster and kept more freed pages committed, so a
+//! build's peak grew with the corpus (docs/PERFORMANCE.md, step 114).
 //!
 //! Freed memory is returned to the OS after mimalloc's default delay (10 ms). Keeping it
 //! committed instead (`purge_delay` -1) paid while huge pages were re-faulted; without them
