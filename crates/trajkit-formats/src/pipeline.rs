@@ -396,11 +396,15 @@ fn read_all(
                 None => rayon::spawn(job),
             }
             if let Some(previous) = ahead.replace(mapped) {
-                let Ok(done) = previous.recv() else { return false };
+                // On a failed batch or a stopped reading the batch mapped meanwhile is waited
+                // for, so that nothing of this read outlives it.
+                let waited = |ahead: Option<Receiver<Mapped>>| ahead.is_none_or(|last| last.recv().is_ok());
+                let Ok(done) = previous.recv() else {
+                    waited(ahead);
+                    return false;
+                };
                 if done_tx.send(done).is_err() {
-                    // The reading stopped: the batch mapped meanwhile is waited for, so that
-                    // nothing of this read outlives it.
-                    return ahead.is_none_or(|last| last.recv().is_ok());
+                    return waited(ahead);
                 }
             }
         }
