@@ -11,6 +11,7 @@ pub mod json_text;
 pub mod lazy;
 pub mod node;
 pub mod record;
+pub mod sha256_many;
 pub mod success;
 pub mod time;
 
