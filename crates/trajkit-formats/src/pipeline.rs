@@ -67,7 +67,18 @@ impl std::fmt::Debug for Options {
 }
 
 /// Per-record work done on the worker threads (see `Options::analyze`).
-pub type Analyzer = std::sync::Arc<dyn Fn(&Trajectory) -> Box<dyn std::any::Any + Send> + Send + Sync>;
+#[derive(Clone)]
+pub struct Analyzer {
+    /// Whether `run` is given the record's interaction digest (`interaction_digest`), hashed
+    /// side by side with its content digest where the canonical JSON is written.
+    pub interaction: bool,
+    /// The work: the sealed record and, when `interaction` asks, its interaction digest
+    /// (`None` where the pipeline did not take it).
+    pub run: AnalyzeFn,
+}
+
+/// The function of an `Analyzer`.
+pub type AnalyzeFn = std::sync::Arc<dyn Fn(&Trajectory, Option<String>) -> Box<dyn std::any::Any + Send> + Send + Sync>;
 
 /// Receives results in input order.
 pub trait Sink {
@@ -1546,11 +1557,12 @@ fn settle(
                 table.join(&mut trajectory);
             }
             crate::truncation::mark_truncated_observations(&mut trajectory);
-            let output = Output { canonical, sealed: keep || analyze.is_some() };
+            let interaction = analyze.is_some_and(|a| a.interaction);
+            let output = Output { canonical, sealed: keep || analyze.is_some(), interaction };
             match seal_and_serialize(&mut trajectory, output, source_len) {
-                Ok(out) => Ok(Accepted {
+                Ok((out, interaction)) => Ok(Accepted {
                     counts: TrajectoryCounts::of(&trajectory),
-                    analysis: analyze.map(|f| f(&trajectory)),
+                    analysis: analyze.map(|a| (a.run)(&trajectory, interaction)),
                     trajectory: keep.then_some(trajectory),
                     rollout_key,
                     canonical: out,
@@ -1581,27 +1593,33 @@ struct Output {
     canonical: bool,
     /// The record itself, or what an analyzer computed from it: it must carry its digest.
     sealed: bool,
+    /// Its interaction digest, for the analyzer (taken with the canonical JSON only).
+    interaction: bool,
 }
 
-/// Seals the record and writes its canonical JSON, as far as `output` asks. When neither
-/// leaves the worker (`inspect`, `validate`: per-file figures only) the record is neither
-/// serialized nor hashed a second time; its source bytes' SHA-256 is all that is used.
+/// Seals the record and writes its canonical JSON, as far as `output` asks, with its
+/// interaction digest when asked. When neither leaves the worker (`inspect`, `validate`:
+/// per-file figures only) the record is neither serialized nor hashed a second time; its
+/// source bytes' SHA-256 is all that is used.
 fn seal_and_serialize(
     t: &mut Trajectory,
     output: Output,
     source_len: usize,
-) -> Result<Option<Vec<u8>>, serde_json::Error> {
+) -> Result<(Option<Vec<u8>>, Option<String>), serde_json::Error> {
     if !output.canonical {
         if output.sealed {
             trajkit_model::seal(t)?;
         }
-        return Ok(None);
+        return Ok((None, None));
     }
     // The canonical form is about as long as the source: size the buffer once.
     let mut out = Vec::with_capacity(source_len + source_len / 4 + 1024);
-    trajkit_model::canonical::write_sealed(t, &mut out)?;
+    let interaction = match output.interaction {
+        true => Some(trajkit_model::canonical::write_sealed_with_interaction(t, &mut out)?),
+        false => trajkit_model::canonical::write_sealed(t, &mut out).map(|()| None)?,
+    };
     out.push(b'\n');
-    Ok(Some(out))
+    Ok((Some(out), interaction))
 }
 
 fn apply(plan: &mut Plan, state: &mut FileIdentities, rec: &OwnedRecord, p: Processed, sink: &mut dyn Sink) {

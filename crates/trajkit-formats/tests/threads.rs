@@ -21,11 +21,12 @@ impl Sink for Discard {
 fn mapping_threads(threads: usize) -> BTreeSet<String> {
     let seen = Arc::new(Mutex::new(BTreeSet::new()));
     let record = seen.clone();
-    let analyze: Analyzer = Arc::new(move |_t: &trajkit_model::Trajectory| {
+    let run = Arc::new(move |_t: &trajkit_model::Trajectory, _interaction: Option<String>| {
         let name = std::thread::current().name().unwrap_or("unnamed").to_string();
         record.lock().expect("lock").insert(name);
         Box::new(()) as Box<dyn std::any::Any + Send>
     });
+    let analyze = Analyzer { interaction: false, run };
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
     let req = ReadRequest { paths: vec![real("gym")], ..ReadRequest::default() };
     let outcome = pool.install(|| read_paths_analyzed(&req, true, false, Some(analyze), &mut |_, _| {}, &mut Discard));

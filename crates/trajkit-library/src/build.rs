@@ -254,11 +254,13 @@ impl BuildSession {
 }
 
 /// The row of a trajectory: identity, provenance and every field computed from the
-/// record alone. Fields that need all rows (duplicate group size, task rank, protected
+/// record alone (`interaction`: its interaction digest, where the pipeline took it with the
+/// content digest). Fields that need all rows (duplicate group size, task rank, protected
 /// splits, training eligibility) are completed in the index.
 pub(crate) fn make_row(
     t: &Trajectory,
     id: String,
+    interaction: Option<String>,
     source: &ResolvedSource,
     split: &SplitConfig,
     shard: String,
@@ -276,7 +278,9 @@ pub(crate) fn make_row(
     let model = t.agent.model.clone().or_else(|| t.steps.iter().find_map(|st| st.model.clone()));
     // Serializing borrowed parts of a record does not fail; were it to, the record would
     // group by its whole content instead.
-    let interaction = trajkit_model::interaction_digest(t).unwrap_or_else(|_| t.content_digest.clone());
+    let interaction = interaction
+        .map_or_else(|| trajkit_model::interaction_digest(t), Ok)
+        .unwrap_or_else(|_| t.content_digest.clone());
     let near_group = crate::near::group_id(&interaction);
     Row {
         id,

@@ -128,13 +128,16 @@ fn write_fields(t: &Trajectory, out: &mut Vec<u8>) -> Result<Layout, serde_json:
 /// SHA-256 of `bytes[start..]` without the identity ranges.
 fn hash_without(bytes: &[u8], start: usize, layout: &Layout) -> String {
     let mut h = Sha256::new();
-    let mut pos = start;
-    for r in &layout.identity {
-        h.update(&bytes[pos..r.start]);
-        pos = r.end;
+    for piece in pieces_without(bytes, start, layout) {
+        h.update(piece);
     }
-    h.update(&bytes[pos..]);
     hex(&h.finalize())
+}
+
+/// The pieces of `bytes[start..]` around the identity ranges.
+fn pieces_without<'a>(bytes: &'a [u8], start: usize, layout: &Layout) -> [&'a [u8]; 4] {
+    let [a, b, c] = &layout.identity;
+    [&bytes[start..a.start], &bytes[a.end..b.start], &bytes[b.end..c.start], &bytes[c.end..]]
 }
 
 /// Seals nested subagents and returns the parent's digest, hashing children with their
@@ -179,6 +182,25 @@ pub fn write_sealed(t: &mut Trajectory, out: &mut Vec<u8>) -> Result<(), serde_j
     out[layout.digest_at..layout.digest_at + 64].copy_from_slice(digest.as_bytes());
     t.content_digest = digest;
     Ok(())
+}
+
+/// `write_sealed`, and the record's interaction digest (`interaction_digest`) hashed side by
+/// side with its content digest (`sha256_many`): `build` takes both of every record.
+pub fn write_sealed_with_interaction(t: &mut Trajectory, out: &mut Vec<u8>) -> Result<String, serde_json::Error> {
+    if !t.subagents.is_empty() {
+        write_sealed(t, out)?;
+        return crate::interaction::interaction_digest(t);
+    }
+    let start = out.len();
+    let layout = write_fields(t, out)?;
+    let [content, interaction] = crate::interaction::with_interaction(t, |interaction| {
+        let mut digests = [[0; 32]; 2];
+        crate::sha256_many::sha256_many(&[&pieces_without(out, start, &layout), &[interaction]], &mut digests);
+        digests.map(|d| hex(&d))
+    })?;
+    out[layout.digest_at..layout.digest_at + 64].copy_from_slice(content.as_bytes());
+    t.content_digest = content;
+    Ok(interaction)
 }
 
 /// Collapses runs of whitespace to one space and trims: the normal form of an

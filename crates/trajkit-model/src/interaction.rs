@@ -65,13 +65,19 @@ struct Interaction<'a> {
     tools: Option<&'a Vec<LazyValue>>,
 }
 
-/// Feeds serialized bytes straight into the hash (no intermediate buffer).
 /// SHA-256 (hex) of the record's interaction: the task (id, environment, instruction),
 /// the offered tools, every step's role, content, reasoning, tool calls (name, arguments)
 /// and tool results (content, and which call they answer by position), in order, and the
 /// subagents' interactions. Ids, provenance, outcome, metrics, gaps, timestamps, models,
 /// session ids and every `extra` are left out.
 pub fn interaction_digest(t: &Trajectory) -> Result<String, serde_json::Error> {
+    with_interaction(t, |bytes| hex(&Sha256::digest(bytes)))
+}
+
+/// `f` of the JSON the interaction digest hashes, written whole into the thread's scratch
+/// buffer (the compact writer's bytes are serde_json's), so that it can be hashed with other
+/// messages (`canonical::write_sealed_with_interaction`).
+pub fn with_interaction<R>(t: &Trajectory, f: impl FnOnce(&[u8]) -> R) -> Result<R, serde_json::Error> {
     let subagents = t.subagents.iter().map(|s| interaction_digest(&s.trajectory)).collect::<Result<_, _>>()?;
     let mut positions: HashMap<&str, usize> = HashMap::new();
     let calls = t.steps.iter().flat_map(|s| s.tool_calls.iter());
@@ -88,16 +94,15 @@ pub fn interaction_digest(t: &Trajectory) -> Result<String, serde_json::Error> {
         },
         tools: t.tools.as_ref(),
     };
-    // Written whole, then hashed in one pass: the compact writer's bytes are serde_json's.
     SCRATCH.with(|cell| {
         let mut bytes = cell.take();
         bytes.clear();
         let written = crate::compact::to_writer(&mut bytes, &interaction);
-        let digest = written.map(|()| hex(&Sha256::digest(&bytes)));
+        let result = written.map(|()| f(&bytes));
         if bytes.capacity() <= SCRATCH_KEPT {
             cell.replace(bytes);
         }
-        digest
+        result
     })
 }
 

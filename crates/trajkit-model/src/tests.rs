@@ -178,6 +178,28 @@ fn subagent_location_does_not_change_the_parent_digest() {
     assert_eq!(b.subagents[0].trajectory.id, "other");
 }
 
+/// Sealing with the interaction digest hashed beside the content digest writes the same bytes
+/// and gives the same two digests as taking them one after the other, with and without
+/// subagents (which take the one-by-one path).
+#[test]
+fn sealing_with_the_interaction_digest_matches_taking_both_apart() {
+    let mut with_child = sample();
+    with_child.subagents.push(Subagent {
+        spawned_by_step: Some(1),
+        spawned_by_tool_call: None,
+        trajectory: Box::new(sample()),
+    });
+    for t in [sample(), with_child] {
+        let (mut a, mut b) = (t.clone(), t);
+        let (mut out_a, mut out_b) = (Vec::new(), Vec::new());
+        canonical::write_sealed(&mut a, &mut out_a).unwrap();
+        let interaction = canonical::write_sealed_with_interaction(&mut b, &mut out_b).unwrap();
+        assert_eq!(out_a, out_b);
+        assert_eq!(a.content_digest, b.content_digest);
+        assert_eq!(interaction, interaction_digest(&a).unwrap());
+    }
+}
+
 /// The interaction digest of a record with quotes, backslashes, control characters and
 /// non-ASCII in its content, pinned: the writer behind it may change, the bytes may not.
 #[test]

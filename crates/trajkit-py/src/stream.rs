@@ -126,9 +126,9 @@ fn spawn(
         let canonical = mode != Mode::Reports;
         // Arrow rows: the summary is computed on the worker threads (the record is dropped
         // there too); the ordered thread only appends it with the canonical JSON.
-        let analyze: Option<Analyzer> = (mode == Mode::Arrow).then(|| {
-            Arc::new(|t: &trajkit_model::Trajectory| Box::new(Summary::of(t)) as Box<dyn std::any::Any + Send>)
-                as Analyzer
+        let analyze: Option<Analyzer> = (mode == Mode::Arrow).then(|| Analyzer {
+            interaction: false,
+            run: Arc::new(|t: &trajkit_model::Trajectory, _| Box::new(Summary::of(t)) as Box<dyn std::any::Any + Send>),
         });
         let done = pool.install(|| {
             trajkit_formats::read_paths_analyzed(&req, canonical, false, analyze, &mut |_, _| {}, &mut sink)
