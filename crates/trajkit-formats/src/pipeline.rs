@@ -1615,7 +1615,7 @@ fn seal_and_serialize(
     // The canonical form is about as long as the source: size the buffer once.
     let mut out = Vec::with_capacity(source_len + source_len / 4 + 1024);
     let interaction = match output.interaction {
-        true => Some(trajkit_model::canonical::write_sealed_with_interaction(t, &mut out)?),
+        true => trajkit_model::canonical::write_sealed_with_interaction(t, &mut out)?,
         false => trajkit_model::canonical::write_sealed(t, &mut out).map(|()| None)?,
     };
     out.push(b'\n');

@@ -185,22 +185,31 @@ pub fn write_sealed(t: &mut Trajectory, out: &mut Vec<u8>) -> Result<(), serde_j
 }
 
 /// `write_sealed`, and the record's interaction digest (`interaction_digest`) hashed side by
-/// side with its content digest (`sha256_many`): `build` takes both of every record.
-pub fn write_sealed_with_interaction(t: &mut Trajectory, out: &mut Vec<u8>) -> Result<String, serde_json::Error> {
+/// side with its content digest (`sha256_many`): `build` takes both of every record. The
+/// interaction digest is `None` where its JSON cannot be written (the content digest is then
+/// hashed alone, and the record is written as `write_sealed` writes it).
+pub fn write_sealed_with_interaction(
+    t: &mut Trajectory,
+    out: &mut Vec<u8>,
+) -> Result<Option<String>, serde_json::Error> {
     if !t.subagents.is_empty() {
         write_sealed(t, out)?;
-        return crate::interaction::interaction_digest(t);
+        return Ok(crate::interaction::interaction_digest(t).ok());
     }
     let start = out.len();
     let layout = write_fields(t, out)?;
-    let [content, interaction] = crate::interaction::with_interaction(t, |interaction| {
-        let mut digests = [[0; 32]; 2];
-        crate::sha256_many::sha256_many(&[&pieces_without(out, start, &layout), &[interaction]], &mut digests);
-        digests.map(|d| hex(&d))
-    })?;
+    let pieces = pieces_without(out, start, &layout);
+    let mut digests = [[0; 32]; 2];
+    let both = crate::interaction::with_interaction(t, |interaction| {
+        crate::sha256_many::sha256_many(&[&pieces, &[interaction]], &mut digests);
+    });
+    if both.is_err() {
+        crate::sha256_many::sha256_many(&[&pieces], &mut digests);
+    }
+    let content = hex(&digests[0]);
     out[layout.digest_at..layout.digest_at + 64].copy_from_slice(content.as_bytes());
     t.content_digest = content;
-    Ok(interaction)
+    Ok(both.ok().map(|()| hex(&digests[1])))
 }
 
 /// Collapses runs of whitespace to one space and trims: the normal form of an
