@@ -1,0 +1,54 @@
+//! Measures SHA-256 rates on this CPU (docs/PERFORMANCE.md, steps 115–116): `sha2` one
+//! message at a time against `sha256_many` (two lanes side by side) on the lines of a JSON
+//! Lines file, in groups of 2, 8 and all lines, and on equal 32 KiB messages.
+//! Usage: cargo run --release -p trajkit-model --example sha256_rates -- FILE.jsonl
+
+use std::time::Instant;
+
+use sha2::{Digest, Sha256};
+use trajkit_model::sha256_many::sha256_many;
+
+/// Repeats of each measurement (the best is reported: the machine is shared).
+const ROUNDS: usize = 5;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let Some(path) = std::env::args().nth(1) else {
+        return Err("usage: sha256_rates FILE.jsonl".into());
+    };
+    let data = std::fs::read(&path)?;
+    let lines: Vec<&[u8]> = data.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
+    let equal: Vec<&[u8]> = data.chunks_exact(32 << 10).collect();
+    for (name, messages) in [("lines", &lines), ("32 KiB pieces", &equal)] {
+        let bytes: usize = messages.iter().map(|m| m.len()).sum();
+        let rate = |seconds: f64| bytes as f64 / seconds / 1e9;
+        let one = best(|| {
+            std::hint::black_box(messages.iter().map(|m| Sha256::digest(m)[0] as usize).sum::<usize>());
+        });
+        print!("{name} ({} messages, {bytes} bytes): sha2 {:.2} GB/s", messages.len(), rate(one));
+        for group in [2, 8, messages.len()] {
+            let seconds = best(|| {
+                let mut out = vec![[0u8; 32]; group];
+                for chunk in messages.chunks(group) {
+                    let pieces: Vec<[&[u8]; 1]> = chunk.iter().map(|m| [*m]).collect();
+                    let refs: Vec<&[&[u8]]> = pieces.iter().map(|p| &p[..]).collect();
+                    sha256_many(&refs, &mut out);
+                    std::hint::black_box(&out);
+                }
+            });
+            print!(", sha256_many by {group} {:.2} GB/s", rate(seconds));
+        }
+        println!();
+    }
+    Ok(())
+}
+
+/// The shortest of `ROUNDS` timings of `f`, in seconds.
+fn best(mut f: impl FnMut()) -> f64 {
+    (0..ROUNDS)
+        .map(|_| {
+            let start = Instant::now();
+            f();
+            start.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min)
+}
