@@ -443,8 +443,8 @@ fn sign_every() -> bool {
 /// The analyzer of one source: its row (id and shard filled in later), steps and calls.
 fn analyzer(source: &ResolvedSource, split: &SplitConfig, signed: Signing) -> trajkit_formats::pipeline::Analyzer {
     let (source, split) = (source.clone(), split.clone());
-    let run = Arc::new(move |t: &Trajectory, interaction: Option<String>| {
-        let row = make_row(t, t.id.clone(), interaction, &source, &split, String::new(), 0);
+    let run = Arc::new(move |t: &Trajectory, interaction_digest: Option<String>| {
+        let row = make_row(t, t.id.clone(), interaction_digest, &source, &split, String::new(), 0);
         let (steps, calls) = step_rows(t);
         // Which copy of an instruction or interaction carries its signatures varies between
         // runs; the signatures do not (they are functions of the digest's text), and finalize

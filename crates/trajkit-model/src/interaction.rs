@@ -77,7 +77,7 @@ pub fn interaction_digest(t: &Trajectory) -> Result<String, serde_json::Error> {
 /// `f` of the JSON the interaction digest hashes, written whole into the thread's scratch
 /// buffer (the compact writer's bytes are serde_json's), so that it can be hashed with other
 /// messages (`canonical::write_sealed_with_interaction`).
-pub fn with_interaction<R>(t: &Trajectory, f: impl FnOnce(&[u8]) -> R) -> Result<R, serde_json::Error> {
+pub(crate) fn with_interaction<R>(t: &Trajectory, f: impl FnOnce(&[u8]) -> R) -> Result<R, serde_json::Error> {
     let subagents = t.subagents.iter().map(|s| interaction_digest(&s.trajectory)).collect::<Result<_, _>>()?;
     let mut positions: HashMap<&str, usize> = HashMap::new();
     let calls = t.steps.iter().flat_map(|s| s.tool_calls.iter());

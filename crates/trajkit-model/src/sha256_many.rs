@@ -1,8 +1,8 @@
 //! SHA-256 of many messages, two at a time. With the x86 SHA extensions one message's rounds
 //! form a chain in which every instruction waits for the one before, so the SHA unit sits idle
-//! between them; stepping a second message through the same rounds fills those gaps (3.6
-//! against 1.8 GB/s for one message on this project's AMD EPYC, `docs/PERFORMANCE.md`, step
-//! 115). Elsewhere the messages are hashed one after the other by `sha2`. A message is given as
+//! between them; stepping a second message through the same rounds fills those gaps (3.2 GB/s
+//! on equal 32 KiB messages against 1.8 for one at a time on this project's AMD EPYC,
+//! `examples/sha256_rates.rs`, `docs/PERFORMANCE.md`, steps 115–116). Elsewhere the messages are hashed one after the other by `sha2`. A message is given as
 //! the pieces it is made of.
 
 use sha2::{Digest, Sha256};
