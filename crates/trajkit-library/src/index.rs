@@ -50,14 +50,13 @@ CREATE TABLE rejections (file INTEGER NOT NULL, path TEXT NOT NULL, line INTEGER
 /// ranks and task clusters (`clusters::write_index` wrote their tables) in one `UPDATE`
 /// (each full `UPDATE` rewrites every wide row; the near-duplicate group size starts as the
 /// exact one, `near` enlarges it for members), tasks, then the secondary indexes. Every row
-/// has exactly one duplicate group (grouped by its interaction digest), one rank and one
-/// cluster link (every trajectory's split key and instruction are a pair of the task
-/// collector, and every pair is linked), so the joined `UPDATE` reaches every row; it sets
-/// `split` from the row's cluster, so eligibility reads the cluster's split. The ranks are
-/// sorted back into row order, so that the `UPDATE` rewrites the table front to back instead
-/// of task by task (a fifth of its time at 4 GB). The digest indexes come after the cluster
-/// index, as they did when the clusters were applied first (the schema lists them in that
-/// order).
+/// has exactly one duplicate group (grouped by its interaction digest) and one cluster link
+/// (every trajectory's split key and instruction are a pair of the task collector, and
+/// every pair is linked), so the joined `UPDATE` reaches every row, front to back; it sets
+/// `split` from the row's cluster, so eligibility reads the cluster's split, and the rank
+/// from `task_rank` (`finalize` registers the function). The digest indexes come after
+/// the cluster index, as they did when the clusters were applied first (the schema lists
+/// them in that order).
 const FINALIZE: &str = "
 CREATE TABLE duplicate_groups (duplicate_group TEXT PRIMARY KEY, interaction_digest TEXT NOT NULL,
   size INTEGER NOT NULL, outcomes_disagree INTEGER NOT NULL, trajectory_ids TEXT NOT NULL);
@@ -69,18 +68,13 @@ INSERT INTO duplicate_groups
   GROUP BY interaction_digest ORDER BY duplicate_group, interaction_digest;
 UPDATE trajectories SET
     training_eligible = (sft_eligible AND role = 'training' AND c.split <> 'protected_evaluation'),
-    duplicate_group_size = g.size, duplicate_outcomes_disagree = g.outcomes_disagree, task_rank = r.rank,
-    near_duplicate_group_size = g.size, task_cluster = l.task_cluster, task_cluster_reason = l.reason,
-    task_cluster_similarity = l.similarity, split = c.split
-  FROM duplicate_groups AS g, (
-    SELECT ordinal, row_number() OVER (
-      PARTITION BY task_key, coalesce(environment, ''), coalesce(environment_version, '')
-      ORDER BY quality_tier DESC,
-        CASE status WHEN 'success' THEN 0 WHEN 'unknown' THEN 1 ELSE 2 END,
-        coalesce(action_observation_completeness, 0) DESC, steps ASC, path, line, document_index, ordinal) AS rank
-    FROM trajectories ORDER BY ordinal) AS r,
+    duplicate_group_size = g.size, duplicate_outcomes_disagree = g.outcomes_disagree,
+    task_rank = trajkit_task_rank(trajectories.ordinal), near_duplicate_group_size = g.size,
+    task_cluster = l.task_cluster, task_cluster_reason = l.reason, task_cluster_similarity = l.similarity,
+    split = c.split
+  FROM duplicate_groups AS g,
     task_cluster_links AS l JOIN task_clusters AS c ON c.task_cluster = l.task_cluster
-  WHERE g.interaction_digest = trajectories.interaction_digest AND r.ordinal = trajectories.ordinal
+  WHERE g.interaction_digest = trajectories.interaction_digest
     AND l.split_key = trajectories.split_key AND l.instruction_digest = coalesce(trajectories.instruction_digest, '');
 CREATE INDEX trajectories_task_cluster ON trajectories (task_cluster);
 UPDATE task_clusters SET trajectories = n.n FROM
@@ -425,6 +419,7 @@ fn insert_sql(table: &str, columns: usize, rows: usize) -> String {
 pub fn finalize(conn: &Connection, path: &Path, cancelled: &dyn Fn() -> bool) -> Result<(), LibraryError> {
     let sql = |source| LibraryError::Sqlite { path: path.to_path_buf(), source };
     conn.execute_batch("BEGIN").map_err(sql)?;
+    crate::task_rank::TaskRanks::compute(conn).and_then(|ranks| ranks.register(conn)).map_err(sql)?;
     // The statements hold no `;` inside literals.
     for statement in FINALIZE.split(';').map(str::trim).filter(|s| !s.is_empty()) {
         if cancelled() {
@@ -433,6 +428,7 @@ pub fn finalize(conn: &Connection, path: &Path, cancelled: &dyn Fn() -> bool) ->
         }
         conn.execute_batch(statement).map_err(sql)?;
     }
+    conn.remove_function(crate::task_rank::FUNCTION, 1).map_err(sql)?;
     conn.execute_batch("COMMIT").map_err(sql)?;
     Ok(())
 }

@@ -28,6 +28,7 @@ pub mod signatures;
 pub mod spill;
 pub mod split;
 pub mod stats;
+mod task_rank;
 mod write_behind;
 
 pub use build::{build, build_with, BuildOptions, BuildSession, BuildSummary, Finisher, Progress, Quiet};
