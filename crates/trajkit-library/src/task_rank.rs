@@ -3,10 +3,10 @@
 //! finalize thread for 32,000 rows, a sort of their keys here a few.
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
 
 use rusqlite::functions::FunctionFlags;
 use rusqlite::Connection;
+use rustc_hash::FxHashMap;
 
 /// The SQL function `finalize`'s `UPDATE` reads the ranks through: `trajkit_task_rank(ordinal)`.
 pub(crate) const FUNCTION: &str = "trajkit_task_rank";
@@ -59,51 +59,14 @@ pub(crate) struct TaskRanks {
 impl TaskRanks {
     /// Reads every row's keys from `trajectories` and ranks the attempts at each task.
     pub(crate) fn compute(conn: &Connection) -> rusqlite::Result<TaskRanks> {
-        let mut tasks: HashMap<String, u32> = HashMap::new();
-        let mut paths: HashMap<String, u32> = HashMap::new();
-        let mut task = String::new();
+        let mut numbers = Numbers::default();
         let mut keys = Vec::new();
         let mut st = conn.prepare(KEYS)?;
         let mut rows = st.query([])?;
         while let Some(r) = rows.next()? {
-            // The task's three parts, each after its length: no two tasks share a text.
-            task.clear();
-            for i in 1..=3 {
-                let part = r.get_ref(i)?.as_str()?;
-                task.push_str(&part.len().to_string());
-                task.push(':');
-                task.push_str(part);
-            }
-            let task_number = number(&mut tasks, &task);
-            let path_number = number(&mut paths, r.get_ref(8)?.as_str()?);
-            let status = match r.get_ref(5)?.as_str()? {
-                "success" => 0,
-                "unknown" => 1,
-                _ => 2,
-            };
-            // SQLite holds no NaN, and compares 0.0 and -0.0 as equal (`+ 0.0` makes -0.0 0.0).
-            let completeness = r.get::<_, f64>(6)? + 0.0;
-            keys.push(Key {
-                task: task_number,
-                tier: r.get(4)?,
-                status,
-                completeness,
-                steps: r.get(7)?,
-                path: path_number,
-                line: r.get(9)?,
-                document_index: r.get(10)?,
-                ordinal: r.get(0)?,
-            });
+            keys.push(numbers.key(r)?);
         }
-        drop(tasks);
-        // Path numbers in the paths' order (byte order, as SQLite's BINARY collation).
-        let mut by_name: Vec<(String, u32)> = paths.into_iter().collect();
-        by_name.sort_unstable();
-        let mut place = vec![0u32; by_name.len()];
-        for (i, (_, n)) in by_name.iter().enumerate() {
-            place[*n as usize] = i as u32;
-        }
-        drop(by_name);
+        let place = numbers.path_places();
         for k in &mut keys {
             k.path = place[k.path as usize];
         }
@@ -147,13 +110,71 @@ impl TaskRanks {
     }
 }
 
-/// The number of `text` in `numbers`, the next free one when it is new.
-fn number(numbers: &mut HashMap<String, u32>, text: &str) -> u32 {
-    if let Some(&n) = numbers.get(text) {
+/// The tasks and paths met so far, numbered as they come.
+#[derive(Default)]
+struct Numbers {
+    tasks: FxHashMap<Vec<u8>, u32>,
+    paths: FxHashMap<String, u32>,
+    /// The task's three parts, each after its length: no two tasks share the bytes.
+    task: Vec<u8>,
+    /// The last row's path and its number: a file's records are consecutive rows.
+    last_path: Option<(String, u32)>,
+}
+
+impl Numbers {
+    /// One row of `KEYS` as a key, its path numbered in the order paths were met.
+    fn key(&mut self, r: &rusqlite::Row<'_>) -> rusqlite::Result<Key> {
+        self.task.clear();
+        for i in 1..=3 {
+            let part = r.get_ref(i)?.as_bytes()?;
+            self.task.extend_from_slice(&(part.len() as u64).to_le_bytes());
+            self.task.extend_from_slice(part);
+        }
+        let task = number(&mut self.tasks, self.task.as_slice());
+        let path = r.get_ref(8)?.as_str()?;
+        let path = match &self.last_path {
+            Some((last, n)) if last == path => *n,
+            _ => {
+                let n = number(&mut self.paths, path);
+                self.last_path = Some((path.to_string(), n));
+                n
+            }
+        };
+        let status = match r.get_ref(5)?.as_str()? {
+            "success" => 0,
+            "unknown" => 1,
+            _ => 2,
+        };
+        // SQLite holds no NaN, and compares 0.0 and -0.0 as equal (`+ 0.0` makes -0.0 0.0).
+        let completeness = r.get::<_, f64>(6)? + 0.0;
+        let (tier, steps) = (r.get(4)?, r.get(7)?);
+        let (line, document_index, ordinal) = (r.get(9)?, r.get(10)?, r.get(0)?);
+        Ok(Key { task, tier, status, completeness, steps, path, line, document_index, ordinal })
+    }
+
+    /// For each path number, its place in the paths' byte order (SQLite's BINARY collation).
+    fn path_places(self) -> Vec<u32> {
+        let mut by_name: Vec<(String, u32)> = self.paths.into_iter().collect();
+        by_name.sort_unstable();
+        let mut place = vec![0u32; by_name.len()];
+        for (i, (_, n)) in by_name.iter().enumerate() {
+            place[*n as usize] = i as u32;
+        }
+        place
+    }
+}
+
+/// The number of `key` in `numbers`, the next free one when it is new.
+fn number<K, Q>(numbers: &mut FxHashMap<K, u32>, key: &Q) -> u32
+where
+    K: std::borrow::Borrow<Q> + std::hash::Hash + Eq,
+    Q: ToOwned<Owned = K> + std::hash::Hash + Eq + ?Sized,
+{
+    if let Some(&n) = numbers.get(key) {
         return n;
     }
     let n = numbers.len() as u32;
-    numbers.insert(text.to_string(), n);
+    numbers.insert(key.to_owned(), n);
     n
 }
 
