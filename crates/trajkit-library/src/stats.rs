@@ -76,7 +76,7 @@ pub fn outcomes_by_each(
     let mut tasks: FxHashMap<String, u32> = FxHashMap::default();
     let mut groups: Vec<FxHashMap<Key, Group>> = vec![FxHashMap::default(); columns.len()];
     while let Some(r) = rows.next().map_err(sqlerr(path))? {
-        let task_key = r.get_ref(0).map_err(sqlerr(path))?.as_str().map_err(|e| sqlerr(path)(e.into()))?;
+        let task_key = text_at(r, 0, path)?;
         let task = match tasks.get(task_key) {
             Some(&n) => n,
             None => {
@@ -85,7 +85,7 @@ pub fn outcomes_by_each(
                 n
             }
         };
-        let status = r.get_ref(1).map_err(sqlerr(path))?.as_str().map_err(|e| sqlerr(path)(e.into()))?;
+        let status = text_at(r, 1, path)?;
         for (i, by) in groups.iter_mut().enumerate() {
             let key = Key::of(r.get_ref(i + 2).map_err(sqlerr(path))?);
             by.entry(key).or_default().add(task, status);
@@ -281,18 +281,19 @@ fn at_k(conn: &Connection, path: &Path) -> Result<Value, LibraryError> {
         .map_err(sqlerr(path))?;
     let mut rows = st.query([]).map_err(sqlerr(path))?;
     let mut acc = AtK::default();
-    let mut key: Option<(String, String, String)> = None;
+    // The group's source, model and task; a row's are compared borrowed, copied only when
+    // a group starts.
+    let mut key: Option<[String; 3]> = None;
     let mut statuses: Vec<u8> = Vec::new();
     while let Some(r) = rows.next().map_err(sqlerr(path))? {
-        let k: (String, String, String) =
-            (r.get(0).map_err(sqlerr(path))?, r.get(1).map_err(sqlerr(path))?, r.get(2).map_err(sqlerr(path))?);
-        let status: String = r.get(3).map_err(sqlerr(path))?;
-        if key.as_ref() != Some(&k) {
+        let text = |i| text_at(r, i, path);
+        let k = [text(0)?, text(1)?, text(2)?];
+        if key.as_ref().is_none_or(|key| key != &k) {
             acc.add_group(&statuses);
             statuses.clear();
-            key = Some(k);
+            key = Some(k.map(str::to_string));
         }
-        statuses.push(match status.as_str() {
+        statuses.push(match text(3)? {
             "success" => 2,
             "failure" => 1,
             _ => 0,
@@ -300,6 +301,11 @@ fn at_k(conn: &Connection, path: &Path) -> Result<Value, LibraryError> {
     }
     acc.add_group(&statuses);
     Ok(acc.to_json())
+}
+
+/// Column `i` of a row as text, borrowed from the statement.
+fn text_at<'r>(r: &'r rusqlite::Row<'_>, i: usize, path: &Path) -> Result<&'r str, LibraryError> {
+    r.get_ref(i).map_err(sqlerr(path))?.as_str().map_err(|e| sqlerr(path)(e.into()))
 }
 
 #[derive(Default)]
