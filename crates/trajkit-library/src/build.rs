@@ -230,7 +230,9 @@ impl BuildSession {
                 f.row(row);
             }
         };
-        let summary = crate::finalize::finalize_from(opts, plan, staging, progress, streamed, &mut rows)?;
+        let mut shard_digests = None;
+        let summary =
+            crate::finalize::finalize_from(opts, plan, staging, progress, streamed, &mut rows, &mut shard_digests)?;
         if summary.strict_failure.is_some() || summary.contamination_failure.is_some() {
             return Ok(summary); // the staging directory is removed on drop; the old library stays
         }
@@ -243,8 +245,10 @@ impl BuildSession {
         }
         progress.stage("manifest");
         let manifest_path = staging.join(trajkit_verify::manifest::DEFAULT_NAME);
-        let manifest = trajkit_verify::manifest::create(staging, &[trajkit_verify::manifest::DEFAULT_NAME])
-            .map_err(|e| LibraryError::Invalid { path: manifest_path.clone(), message: e.to_string() })?;
+        let known = shard_digests.map(crate::shard_digests::ShardDigests::finish).unwrap_or_default();
+        let manifest =
+            trajkit_verify::manifest::create_with(staging, &[trajkit_verify::manifest::DEFAULT_NAME], &known)
+                .map_err(|e| LibraryError::Invalid { path: manifest_path.clone(), message: e.to_string() })?;
         trajkit_verify::manifest::write(&manifest, &manifest_path)
             .map_err(|e| LibraryError::Invalid { path: manifest_path.clone(), message: e.to_string() })?;
         self.staging.commit()?;

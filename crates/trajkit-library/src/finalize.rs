@@ -19,6 +19,7 @@ use crate::index::{FileRow, IndexWriter, Msg};
 use crate::partial::{unique_id, with_id, Entry, IdCounts, PartialSummary, ENTRIES, SUMMARY};
 use crate::plan::{partial_dir, registry_of, BuildPlan};
 use crate::registry::{Registry, Role};
+use crate::shard_digests::ShardDigests;
 use crate::shards::{Placement, ShardWriter};
 use crate::{coverage, layout, rows_out, stats};
 
@@ -33,12 +34,13 @@ pub fn finalize(
     staging: &Path,
     progress: &dyn Progress,
 ) -> Result<BuildSummary, LibraryError> {
-    finalize_from(opts, plan, staging, progress, None, &mut |_| {})
+    finalize_from(opts, plan, staging, progress, None, &mut |_| {}, &mut None)
 }
 
 /// `finalize`, given the merge of the plan's first partial when it ran while that partial
 /// was read (`Merge::streamed`): its entries are loaded already, its shards are placed here.
-/// `rows` sees each evaluation row as it is written (`Finisher::row`).
+/// `rows` sees each evaluation row as it is written (`Finisher::row`); `shard_digests`
+/// receives the shards' manifest entries being hashed from the end of the merge.
 pub(crate) fn finalize_from(
     opts: &BuildOptions,
     plan: &BuildPlan,
@@ -46,6 +48,7 @@ pub(crate) fn finalize_from(
     progress: &dyn Progress,
     streamed: Option<Merge>,
     rows: &mut dyn FnMut(&crate::row::Row),
+    shard_digests: &mut Option<ShardDigests>,
 ) -> Result<BuildSummary, LibraryError> {
     let registry = registry_of(opts)?;
     let partials = read_summaries(plan, staging)?;
@@ -73,6 +76,7 @@ pub(crate) fn finalize_from(
     // The record ids taken (one per trajectory) are not needed past the merge.
     let Merge { index, reports, tasks, near, contamination: fingerprints, ids, .. } = merge;
     drop(ids);
+    *shard_digests = Some(ShardDigests::start(staging));
     // The index writer may still be inserting the last partial's rows: task clusters, in
     // memory, are computed meanwhile.
     progress.stage("task clusters");

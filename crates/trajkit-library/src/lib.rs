@@ -23,6 +23,7 @@ pub mod row;
 pub mod rows_out;
 pub mod score;
 pub mod seek;
+mod shard_digests;
 pub mod shards;
 pub mod signatures;
 pub mod spill;

@@ -5,7 +5,7 @@
 //! Files are hashed in parallel (rayon, one file per task) with streaming reads, so memory
 //! stays flat whatever the file sizes.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::File;
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
@@ -244,6 +244,14 @@ fn largest_first<T: Sync, R: Send>(
 /// `/`-separated; a directory excludes everything below it). Symbolic links and special
 /// files are an error: a manifest vouches for bytes, and a link's target may change.
 pub fn create(root: &Path, exclude: &[&str]) -> Result<Manifest, ManifestError> {
+    create_with(root, exclude, &[])
+}
+
+/// `create`, with the entries of files hashed earlier (`known`, by relative path) taken
+/// instead of hashing those files again, for a caller that hashed them while nothing could
+/// change them (a build's shards, during its finalize). A known entry whose size no longer
+/// matches the file is ignored and the file hashed.
+pub fn create_with(root: &Path, exclude: &[&str], known: &[FileEntry]) -> Result<Manifest, ManifestError> {
     if !root.is_dir() {
         return Err(ManifestError::NotADirectory(root.to_path_buf()));
     }
@@ -254,12 +262,16 @@ pub fn create(root: &Path, exclude: &[&str]) -> Result<Manifest, ManifestError> 
     if let Some(s) = tree.special.first() {
         return Err(ManifestError::NotRegular(root.join(s)));
     }
+    let known: HashMap<&str, &FileEntry> = known.iter().map(|k| (k.path.as_str(), k)).collect();
     let files = largest_first(
         &tree.files,
         |f| f.bytes,
-        |f| {
-            let (sha256, bytes) = hash_file(&root.join(&f.rel), f.bytes)?;
-            Ok(FileEntry { bytes, path: f.rel.clone(), sha256 })
+        |f| match known.get(f.rel.as_str()).filter(|k| k.bytes == f.bytes) {
+            Some(k) => Ok((*k).clone()),
+            None => {
+                let (sha256, bytes) = hash_file(&root.join(&f.rel), f.bytes)?;
+                Ok(FileEntry { bytes, path: f.rel.clone(), sha256 })
+            }
         },
     )?;
     let mut m = Manifest {
