@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::minhash;
+use crate::numbering::{number, renumber};
 use crate::row::Row;
 use crate::spill::{self, Spill, SpillReader};
 use crate::split::{SplitConfig, PROTECTED};
@@ -172,17 +173,6 @@ impl Collector {
         }
         TaskPair(pair)
     }
-}
-
-/// The number of `text` in `map`, a new one (the count so far) the first time: the string
-/// is copied only then.
-fn number(map: &mut HashMap<String, u32>, text: &str) -> u32 {
-    if let Some(&n) = map.get(text) {
-        return n;
-    }
-    let n = map.len() as u32;
-    map.insert(text.to_string(), n);
-    n
 }
 
 /// One distinct (split key, instruction) pair's cluster membership.
@@ -527,17 +517,6 @@ pub fn write_index(
         st.execute(params![p.a, p.b, p.similarity]).map_err(sql)?;
     }
     conn.execute_batch("COMMIT").map_err(sql)
-}
-
-/// Strings numbered in sorted order: the sorted strings and old id -> new id.
-fn renumber(map: HashMap<String, u32>) -> (Vec<String>, Vec<u32>) {
-    let mut items: Vec<(String, u32)> = map.into_iter().collect();
-    items.sort();
-    let mut old_to_new = vec![0u32; items.len()];
-    for (new, (_, old)) in items.iter().enumerate() {
-        old_to_new[*old as usize] = new as u32;
-    }
-    (items.into_iter().map(|(s, _)| s).collect(), old_to_new)
 }
 
 /// Per reached node, the strongest weakest link on a path from `from` (max-min Dijkstra).

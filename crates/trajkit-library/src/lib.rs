@@ -14,6 +14,7 @@ pub mod latency;
 pub mod layout;
 pub mod minhash;
 pub mod near;
+mod numbering;
 pub mod partial;
 pub mod plan;
 pub mod read;

@@ -77,14 +77,7 @@ pub fn outcomes_by_each(
     let mut groups: Vec<FxHashMap<Key, Group>> = vec![FxHashMap::default(); columns.len()];
     while let Some(r) = rows.next().map_err(sqlerr(path))? {
         let task_key = text_at(r, 0, path)?;
-        let task = match tasks.get(task_key) {
-            Some(&n) => n,
-            None => {
-                let n = tasks.len() as u32;
-                tasks.insert(task_key.to_string(), n);
-                n
-            }
-        };
+        let task = crate::numbering::number(&mut tasks, task_key);
         let status = text_at(r, 1, path)?;
         for (i, by) in groups.iter_mut().enumerate() {
             let key = Key::of(r.get_ref(i + 2).map_err(sqlerr(path))?);

@@ -8,6 +8,8 @@ use rusqlite::functions::FunctionFlags;
 use rusqlite::Connection;
 use rustc_hash::FxHashMap;
 
+use crate::numbering::{number, renumber};
+
 /// The SQL function `finalize`'s `UPDATE` reads the ranks through: `trajkit_task_rank(ordinal)`.
 pub(crate) const FUNCTION: &str = "trajkit_task_rank";
 
@@ -154,28 +156,8 @@ impl Numbers {
 
     /// For each path number, its place in the paths' byte order (SQLite's BINARY collation).
     fn path_places(self) -> Vec<u32> {
-        let mut by_name: Vec<(String, u32)> = self.paths.into_iter().collect();
-        by_name.sort_unstable();
-        let mut place = vec![0u32; by_name.len()];
-        for (i, (_, n)) in by_name.iter().enumerate() {
-            place[*n as usize] = i as u32;
-        }
-        place
+        renumber(self.paths).1
     }
-}
-
-/// The number of `key` in `numbers`, the next free one when it is new.
-fn number<K, Q>(numbers: &mut FxHashMap<K, u32>, key: &Q) -> u32
-where
-    K: std::borrow::Borrow<Q> + std::hash::Hash + Eq,
-    Q: ToOwned<Owned = K> + std::hash::Hash + Eq + ?Sized,
-{
-    if let Some(&n) = numbers.get(key) {
-        return n;
-    }
-    let n = numbers.len() as u32;
-    numbers.insert(key.to_owned(), n);
-    n
 }
 
 #[cfg(test)]
