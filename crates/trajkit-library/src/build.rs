@@ -231,8 +231,15 @@ impl BuildSession {
             }
         };
         let mut shard_digests = None;
-        let summary =
-            crate::finalize::finalize_from(opts, plan, staging, progress, streamed, &mut rows, &mut shard_digests)?;
+        let summary = crate::finalize::finalize_from(
+            opts,
+            plan,
+            staging,
+            progress,
+            streamed,
+            &mut rows,
+            Some(&mut shard_digests),
+        )?;
         if summary.strict_failure.is_some() || summary.contamination_failure.is_some() {
             return Ok(summary); // the staging directory is removed on drop; the old library stays
         }

@@ -34,13 +34,14 @@ pub fn finalize(
     staging: &Path,
     progress: &dyn Progress,
 ) -> Result<BuildSummary, LibraryError> {
-    finalize_from(opts, plan, staging, progress, None, &mut |_| {}, &mut None)
+    finalize_from(opts, plan, staging, progress, None, &mut |_| {}, None)
 }
 
 /// `finalize`, given the merge of the plan's first partial when it ran while that partial
 /// was read (`Merge::streamed`): its entries are loaded already, its shards are placed here.
-/// `rows` sees each evaluation row as it is written (`Finisher::row`); `shard_digests`
-/// receives the shards' manifest entries being hashed from the end of the merge.
+/// `rows` sees each evaluation row as it is written (`Finisher::row`); `shard_digests`, when
+/// given (a caller that writes the manifest), receives the shards' manifest entries being
+/// hashed from the end of the merge.
 pub(crate) fn finalize_from(
     opts: &BuildOptions,
     plan: &BuildPlan,
@@ -48,7 +49,7 @@ pub(crate) fn finalize_from(
     progress: &dyn Progress,
     streamed: Option<Merge>,
     rows: &mut dyn FnMut(&crate::row::Row),
-    shard_digests: &mut Option<ShardDigests>,
+    shard_digests: Option<&mut Option<ShardDigests>>,
 ) -> Result<BuildSummary, LibraryError> {
     let registry = registry_of(opts)?;
     let partials = read_summaries(plan, staging)?;
@@ -76,7 +77,9 @@ pub(crate) fn finalize_from(
     // The record ids taken (one per trajectory) are not needed past the merge.
     let Merge { index, reports, tasks, near, contamination: fingerprints, ids, .. } = merge;
     drop(ids);
-    *shard_digests = Some(ShardDigests::start(staging));
+    if let Some(digests) = shard_digests {
+        *digests = Some(ShardDigests::start(staging));
+    }
     // The index writer may still be inserting the last partial's rows: task clusters, in
     // memory, are computed meanwhile.
     progress.stage("task clusters");

@@ -2,8 +2,8 @@
 //! form a chain in which every instruction waits for the one before, so the SHA unit sits idle
 //! between them; stepping a second message through the same rounds fills those gaps (3.2 GB/s
 //! on equal 32 KiB messages against 1.8 for one at a time on this project's AMD EPYC,
-//! `examples/sha256_rates.rs`, `docs/PERFORMANCE.md`, steps 115–116). Elsewhere the messages are hashed one after the other by `sha2`. A message is given as
-//! the pieces it is made of.
+//! `examples/sha256_rates.rs`, `docs/PERFORMANCE.md`, steps 115–116). Elsewhere the messages
+//! are hashed one after the other by `sha2`. A message is given as the pieces it is made of.
 
 use sha2::{Digest, Sha256};
 
