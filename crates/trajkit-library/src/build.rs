@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use trajkit_formats::FileReport;
-use trajkit_model::{Authorship, Status, Trajectory};
+use trajkit_model::{Authorship, LazyValue, Status, Trajectory};
 
 use crate::clusters::ClusterOptions;
 use crate::contamination::ContaminationOptions;
@@ -383,7 +383,7 @@ pub(crate) fn step_rows(t: &Trajectory) -> (Vec<StepRow>, Vec<CallRow>) {
             timestamp: s.timestamp.clone(),
             tool_calls: s.tool_calls.len() as u32,
             tool_results: s.tool_results.len() as u32,
-            content_bytes: content_bytes(s.content.as_deref()),
+            content_bytes: s.content.as_ref().map_or(0, LazyValue::content_text_len),
             has_reasoning: s.reasoning.is_some(),
         });
         for (j, c) in s.tool_calls.iter().enumerate() {
@@ -398,20 +398,4 @@ pub(crate) fn step_rows(t: &Trajectory) -> (Vec<StepRow>, Vec<CallRow>) {
         }
     }
     (steps, calls)
-}
-
-/// Bytes of text in a step's content (strings, and `text` of content parts).
-fn content_bytes(content: Option<&serde_json::Value>) -> u64 {
-    match content {
-        Some(serde_json::Value::String(s)) => s.len() as u64,
-        Some(serde_json::Value::Array(parts)) => parts
-            .iter()
-            .map(|p| match p {
-                serde_json::Value::String(s) => s.len() as u64,
-                serde_json::Value::Object(o) => o.get("text").and_then(|t| t.as_str()).map_or(0, |t| t.len() as u64),
-                _ => 0,
-            })
-            .sum(),
-        _ => 0,
-    }
 }

@@ -235,20 +235,13 @@ pub fn completeness(t: &Trajectory) -> Option<f64> {
                 None => pending.clear(),
             }
         }
-        if s.role != Role::Assistant && (has_content(s) || !s.tool_results.is_empty()) {
+        if s.role != Role::Assistant
+            && (s.content.as_ref().is_some_and(|c| !c.content_is_empty()) || !s.tool_results.is_empty())
+        {
             observed = true;
         }
     }
     (decisions > 0).then(|| with_context as f64 / decisions as f64)
-}
-
-fn has_content(s: &Step) -> bool {
-    match s.content.as_deref() {
-        None | Some(serde_json::Value::Null) => false,
-        Some(serde_json::Value::String(text)) => !text.is_empty(),
-        Some(serde_json::Value::Array(items)) => !items.is_empty(),
-        Some(_) => true,
-    }
 }
 
 #[cfg(test)]

@@ -919,6 +919,20 @@ pub fn string_text(literal: &str) -> Option<Cow<'_, str>> {
     Some(Cow::Owned(out))
 }
 
+/// The length in bytes of the string `literal` once its escapes are decoded (what
+/// `string_text` would give), counted without building it; `None` as for `string_text`.
+pub(crate) fn string_len(literal: &str) -> Option<usize> {
+    let b = literal.strip_prefix('"')?.strip_suffix('"')?.as_bytes();
+    let mut len = b.len();
+    let mut from = 0;
+    while let Some(n) = memchr::memchr(b'\\', b.get(from..)?) {
+        let (c, escape) = unescape(b, from + n)?;
+        len = len - escape + c.len_utf8();
+        from += n + escape;
+    }
+    Some(len)
+}
+
 /// The character the JSON escape whose backslash is at `i` stands for, and the escape's
 /// length in bytes; `None` for an escape JSON does not have or a surrogate not in a
 /// high-low pair.

@@ -160,6 +160,37 @@ impl LazyValue {
         }
     }
 
+    /// Whether the value, as a step's content, says nothing: `null`, `""` or `[]`. Read from
+    /// the text while it is text (scoring asks this of every step).
+    pub fn content_is_empty(&self) -> bool {
+        match &self.0 {
+            Repr::Text(c) => match c.held.as_bytes().first() {
+                Some(b'n') => true,
+                Some(b'"') => c.held.len() == 2,
+                Some(b'[') => c.held[1..].trim_start_matches([' ', '\n', '\r', '\t']).starts_with(']'),
+                _ => false,
+            },
+            Repr::Members(_) => false,
+            Repr::Value(v) => match v {
+                Value::Null => true,
+                Value::String(text) => text.is_empty(),
+                Value::Array(items) => items.is_empty(),
+                _ => false,
+            },
+        }
+    }
+
+    /// The bytes of text the value carries as a step's content: a string's (decoded), or
+    /// for an array its strings' and its objects' `text` strings'; 0 for anything else.
+    /// Read from the text while it is text (`build` measures every step's content).
+    pub fn content_text_len(&self) -> u64 {
+        match &self.0 {
+            Repr::Text(c) => text_len_of_text(&c.held).unwrap_or_else(|| text_len_of_value(self.value())),
+            Repr::Members(_) => 0,
+            Repr::Value(v) => text_len_of_value(v),
+        }
+    }
+
     /// The value at `path` (member names) inside this one; the objects on the way that are
     /// still text are checked, not built (`Extra::get_path`).
     pub fn get_path(&self, path: &[&str]) -> Option<Cow<'_, Value>> {
@@ -214,6 +245,44 @@ impl LazyValue {
             Ok(v) => v,
             Err(never) => match never {},
         }
+    }
+}
+
+/// `LazyValue::content_text_len` of checked text; `None` if the text were not what
+/// `json_text` accepted (the caller parses it then).
+fn text_len_of_text(text: &str) -> Option<u64> {
+    let string_len = |t: &str| json_text::string_len(t).map(|n| n as u64);
+    match text.as_bytes().first()? {
+        b'"' => string_len(text),
+        b'[' => json_text::array_elements(text)?.into_iter().try_fold(0, |sum, part| {
+            let len = match part.as_bytes().first()? {
+                b'"' => string_len(part)?,
+                // serde_json keeps the last of a repeated name.
+                b'{' => match json_text::object_members(part)?.into_iter().rev().find(|(name, _)| name == "text") {
+                    Some((_, text)) if text.starts_with('"') => string_len(text)?,
+                    _ => 0,
+                },
+                _ => 0,
+            };
+            Some(sum + len)
+        }),
+        _ => Some(0),
+    }
+}
+
+/// `LazyValue::content_text_len` of a parsed value.
+fn text_len_of_value(v: &Value) -> u64 {
+    match v {
+        Value::String(s) => s.len() as u64,
+        Value::Array(parts) => parts
+            .iter()
+            .map(|p| match p {
+                Value::String(s) => s.len() as u64,
+                Value::Object(o) => o.get("text").and_then(Value::as_str).map_or(0, |t| t.len() as u64),
+                _ => 0,
+            })
+            .sum(),
+        _ => 0,
     }
 }
 
@@ -364,6 +433,43 @@ impl schemars::JsonSchema for LazyValue {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Synthetic: a step content's emptiness and text bytes read from its text are what the
+    /// parsed value gives: escapes decoded (surrogate pairs to four bytes), whitespace inside
+    /// arrays, repeated `text` names (the last kept), parts that carry no text.
+    #[test]
+    fn content_measures_from_text_are_the_parsed_values() {
+        let contents = [
+            r#""""#,
+            r#""plain""#,
+            r#""a\"b\\c\/d\n\t\u00e9\u20ac\ud83d\ude00 é 😀""#,
+            "null",
+            "[]",
+            "[ \n\t]",
+            "[ \"\" ]",
+            r#"["one", "tw\u00f6", 3, null, [], {"text": 5}]"#,
+            r#"[{"type": "text", "text": "hi \"there\""}, {"text": "x", "text": "last\u00e9"}]"#,
+            r#"[{"type": "image", "url": "u"}, {"text": null}, {"text": ["a"]}]"#,
+            r#"{"text": "an object is content with no text"}"#,
+            "{}",
+            "0",
+            "true",
+        ];
+        for text in contents {
+            let lazy = LazyValue::from_text(text).expect("checked");
+            assert!(lazy.is_lazy(), "{text}");
+            let parsed = LazyValue::from(serde_json::from_str::<Value>(text).expect("valid"));
+            assert_eq!(lazy.content_is_empty(), parsed.content_is_empty(), "{text}");
+            assert_eq!(lazy.content_text_len(), parsed.content_text_len(), "{text}");
+            assert!(lazy.is_lazy(), "measured without parsing: {text}");
+        }
+        let len = |t: &str| LazyValue::from_text(t).expect("checked").content_text_len();
+        assert_eq!(len(r#""\ud83d\ude00\u00e9""#), 6);
+        assert_eq!(len(r#"[{"text": "x", "text": "last"}, "ab"]"#), 6);
+        let empty = |t: &str| LazyValue::from_text(t).expect("checked").content_is_empty();
+        assert!(empty("[ ]") && empty(r#""""#) && empty("null"));
+        assert!(!empty("{}") && !empty(r#"" ""#) && !empty("[null]"));
+    }
 
     /// Synthetic: the scalars built without serde_json are the values serde_json builds, and
     /// a path inside text finds what the parsed value holds (the last of a repeated name).
