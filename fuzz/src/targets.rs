@@ -191,8 +191,8 @@ fn same_split(text: &str) {
 
 /// Panics when a value `LazyValue` or `Extra` keeps as text (whole, or as a flat number
 /// array) is not the value serde_json parses, its canonical JSON written from the text
-/// differs from that of the `Value`, or a string's ends read from the text are not the
-/// string's.
+/// differs from that of the `Value`, a string's ends read from the text are not the
+/// string's, or a step content's measures read from the text are not the value's.
 fn same_as_text(text: &[u8], theirs: Option<&serde_json::Value>) {
     if let Some(lazy) = std::str::from_utf8(text).ok().and_then(trajkit_model::LazyValue::from_text) {
         let Some(value) = theirs else {
@@ -204,6 +204,9 @@ fn same_as_text(text: &[u8], theirs: Option<&serde_json::Value>) {
         if let (Some((first, tail)), Some(whole)) = (lazy.string_ends(8), value.as_str()) {
             assert!(whole.starts_with(first) && whole.ends_with(&tail), "a string's ends differ from the string");
         }
+        let parsed = trajkit_model::LazyValue::from(value.clone());
+        assert!(lazy.content_is_empty() == parsed.content_is_empty(), "content emptiness from text differs");
+        assert!(lazy.content_text_len() == parsed.content_text_len(), "content text bytes from text differ");
     }
     if let Some((array, count, integers)) =
         std::str::from_utf8(text).ok().and_then(trajkit_model::LazyValue::number_array)
