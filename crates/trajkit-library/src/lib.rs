@@ -1,6 +1,7 @@
 //! The trajectory library: build (validate, score, deduplicate, split), the SQLite
 //! index, statistics, and reading a built library back.
 
+mod attempt_keys;
 pub mod build;
 pub mod clusters;
 pub mod contamination;

@@ -9,6 +9,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::attempt_keys::AttemptKeys;
 use crate::error::LibraryError;
 
 /// Attempt counts k reported for success@k and the pass estimators (those ≤ the largest group).
@@ -265,35 +266,10 @@ fn distribution(values: &[(u64, u64)]) -> Value {
 
 /// Estimators and success@k over groups of attempts (source, model, task), attempts in
 /// source-locator order (path, line, document index).
-fn at_k(conn: &Connection, path: &Path) -> Result<Value, LibraryError> {
-    let mut st = conn
-        .prepare(
-            "SELECT source, coalesce(model, ''), task_key, status FROM trajectories
-             ORDER BY source, coalesce(model, ''), task_key, path, line, document_index, ordinal",
-        )
-        .map_err(sqlerr(path))?;
-    let mut rows = st.query([]).map_err(sqlerr(path))?;
+fn at_k(keys: &AttemptKeys) -> Value {
     let mut acc = AtK::default();
-    // The group's source, model and task; a row's are compared borrowed, copied only when
-    // a group starts.
-    let mut key: Option<[String; 3]> = None;
-    let mut statuses: Vec<u8> = Vec::new();
-    while let Some(r) = rows.next().map_err(sqlerr(path))? {
-        let text = |i| text_at(r, i, path);
-        let k = [text(0)?, text(1)?, text(2)?];
-        if key.as_ref().is_none_or(|key| key != &k) {
-            acc.add_group(&statuses);
-            statuses.clear();
-            key = Some(k.map(str::to_string));
-        }
-        statuses.push(match text(3)? {
-            "success" => 2,
-            "failure" => 1,
-            _ => 0,
-        });
-    }
-    acc.add_group(&statuses);
-    Ok(acc.to_json())
+    keys.each_group(|statuses| acc.add_group(statuses));
+    acc.to_json()
 }
 
 /// Column `i` of a row as text, borrowed from the statement.
@@ -424,7 +400,7 @@ fn usage(conn: &Connection, path: &Path) -> Result<Value, LibraryError> {
 }
 
 /// Attempts per task (histogram of attempt counts) and per environment.
-fn attempts(conn: &Connection, path: &Path) -> Result<Value, LibraryError> {
+fn attempts(conn: &Connection, path: &Path, keys: &AttemptKeys) -> Result<Value, LibraryError> {
     let mut st = conn
         .prepare("SELECT attempts, count(*) FROM tasks GROUP BY attempts ORDER BY attempts")
         .map_err(sqlerr(path))?;
@@ -433,25 +409,7 @@ fn attempts(conn: &Connection, path: &Path) -> Result<Value, LibraryError> {
         .map_err(sqlerr(path))?
         .collect::<Result<_, _>>()
         .map_err(sqlerr(path))?;
-    let mut st = conn
-        .prepare(
-            // Per (environment, task): its attempts `c`; a task's attempts `n` count a missing
-            // and an empty environment as one (as the `tasks` table does). One scan, no join.
-            "SELECT environment, sum(c), count(*), max(n) FROM (
-               SELECT environment, c, sum(c) OVER (PARTITION BY task_key, coalesce(environment, '')) AS n
-               FROM (SELECT environment, task_key, count(*) AS c FROM trajectories GROUP BY environment, task_key))
-             GROUP BY environment ORDER BY sum(c) DESC, environment",
-        )
-        .map_err(sqlerr(path))?;
-    let per_env: Vec<Value> = st
-        .query_map([], |r| {
-            Ok(json!({"environment": r.get::<_, Option<String>>(0)?, "attempts": r.get::<_, u64>(1)?,
-                      "tasks": r.get::<_, u64>(2)?, "max_attempts_per_task": r.get::<_, u64>(3)?}))
-        })
-        .map_err(sqlerr(path))?
-        .collect::<Result<_, _>>()
-        .map_err(sqlerr(path))?;
-    Ok(json!({"per_task": per_task, "per_environment": per_env}))
+    Ok(json!({"per_task": per_task, "per_environment": keys.per_environment()}))
 }
 
 /// What `trajkit stats --json` prints and the Python `Library.stats()` returns: the summary
@@ -510,6 +468,7 @@ fn counts(conn: &Connection, path: &Path) -> Result<Counts, LibraryError> {
 pub fn compute(conn: &Connection, path: &Path) -> Result<Value, LibraryError> {
     let q = |sql: &str| one_u64(conn, path, sql);
     let c = counts(conn, path)?;
+    let keys = AttemptKeys::read(conn, path)?;
     let [steps, decisions, tool_calls] = column_values(conn, path)?;
     let (success, failure) = (c.success, c.failure);
     let tasks = q("SELECT count(*) FROM tasks")?;
@@ -546,8 +505,8 @@ pub fn compute(conn: &Connection, path: &Path) -> Result<Value, LibraryError> {
             "fraction_of_tasks_with_known_outcome": (known_tasks > 0).then(|| round6(solved as f64 / known_tasks as f64)),
         },
         "by": by,
-        "attempts_distribution": attempts(conn, path)?,
-        "at_k": at_k(conn, path)?,
+        "attempts_distribution": attempts(conn, path, &keys)?,
+        "at_k": at_k(&keys),
         "actions": {
             "steps": distribution(&steps),
             "decisions": distribution(&decisions),
@@ -640,7 +599,8 @@ mod tests {
         let conn = Connection::open_in_memory().unwrap();
         conn.execute_batch(
             "CREATE TABLE trajectories (task_key TEXT NOT NULL, status TEXT NOT NULL, source TEXT, model TEXT,
-               scaffold TEXT, family TEXT, quality_tier INTEGER, split TEXT, format TEXT, environment TEXT)",
+               scaffold TEXT, family TEXT, quality_tier INTEGER, split TEXT, format TEXT, environment TEXT,
+               path TEXT NOT NULL, line INTEGER, document_index INTEGER, ordinal INTEGER PRIMARY KEY)",
         )
         .unwrap();
         let texts = [None, Some(""), Some("a"), Some("B"), Some("b"), Some("é")];
@@ -649,7 +609,7 @@ mod tests {
             let text = |m: u64| texts[((i * m) % 7 % 6) as usize];
             let tier = if i % 11 == 0 { None } else { Some((i * 5 % 4) as i64 - 1) };
             conn.execute(
-                "INSERT INTO trajectories VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                "INSERT INTO trajectories VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
                 rusqlite::params![
                     format!("t{}", i * 13 % 37),
                     statuses[(i * 3 % 5) as usize],
@@ -661,6 +621,11 @@ mod tests {
                     text(4),
                     Some(["x", "y"][(i % 2) as usize]),
                     text(6),
+                    ["b.jsonl", "a.jsonl", "B.json", "é.json", "a.jsonl.gz"][(i * 7 % 5) as usize],
+                    (i % 3 != 0).then_some((i * 11 % 4) as i64),
+                    (i % 5 == 0).then_some((i % 2) as i64),
+                    // Ordinals not in insertion order, so that only the sort can order ties.
+                    (i * 7919 % 400) as i64,
                 ],
             )
             .unwrap();
@@ -725,9 +690,56 @@ mod tests {
         assert!(outcomes_by(&conn, path, "task_key").is_err());
     }
 
+    /// success@k as it was computed before the keys were sorted here: SQLite's sorter over
+    /// the whole table. Task `t0`'s attempts tie on path, line and document index, leaving
+    /// the ordinal to order them; a missing source stands for no row of the index (`source`
+    /// is `NOT NULL` there) and is left out.
+    #[test]
+    fn at_k_groups_as_the_sql_sort_did() {
+        let conn = grouping_table();
+        // Fewer, larger groups, so that the first k of each depend on the attempts' order.
+        conn.execute_batch(
+            "DELETE FROM trajectories WHERE source IS NULL;
+             UPDATE trajectories SET source = substr(source, 1, 1), task_key = 't' || (ordinal % 4),
+               path = substr('bBa', ordinal % 3 + 1, 1);
+             UPDATE trajectories SET path = 'a', line = NULL, document_index = NULL WHERE task_key = 't0'",
+        )
+        .unwrap();
+        let mut st = conn
+            .prepare(
+                "SELECT source, coalesce(model, ''), task_key, status FROM trajectories
+                 ORDER BY source, coalesce(model, ''), task_key, path, line, document_index, ordinal",
+            )
+            .unwrap();
+        let rows: Vec<[String; 4]> = st
+            .query_map([], |r| Ok([r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?]))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let mut want = AtK::default();
+        let mut groups = 0;
+        for group in rows.chunk_by(|a, b| a[..3] == b[..3]) {
+            let status = |r: &[String; 4]| match r[3].as_str() {
+                "success" => 2,
+                "failure" => 1,
+                _ => 0,
+            };
+            want.add_group(&group.iter().map(status).collect::<Vec<u8>>());
+            groups += 1;
+        }
+        assert!(groups > 10, "{groups} groups");
+        let got = at_k(&AttemptKeys::read(&conn, Path::new("index.sqlite")).unwrap());
+        assert!(got["largest_group"].as_u64().unwrap() >= 12, "{got}");
+        let first = &got["success_at_k_empirical"]["by_k"][0];
+        assert!(first["success"].as_u64() < first["groups"].as_u64(), "the order decides: {first}");
+        assert_eq!(got, want.to_json());
+    }
+
     #[test]
     fn attempts_per_environment_as_the_join_did() {
         let conn = grouping_table();
+        // `source` is `NOT NULL` in the index.
+        conn.execute_batch("DELETE FROM trajectories WHERE source IS NULL").unwrap();
         let joined: Vec<Value> = conn
             .prepare(
                 "SELECT environment, count(*), count(DISTINCT task_key), max(n) FROM trajectories
@@ -750,7 +762,8 @@ mod tests {
     /// `attempts` needs the `tasks` table for its first half: an empty one here.
     fn attempts_test_view(conn: &Connection) -> Value {
         conn.execute_batch("CREATE TABLE IF NOT EXISTS tasks (attempts INTEGER)").unwrap();
-        attempts(conn, Path::new("index.sqlite")).unwrap()
+        let path = Path::new("index.sqlite");
+        attempts(conn, path, &AttemptKeys::read(conn, path).unwrap()).unwrap()
     }
 
     #[test]
