@@ -67,10 +67,25 @@ pub fn outcomes_by_each(
     path: &Path,
     columns: &[&str],
 ) -> Result<Vec<Vec<OutcomeRow>>, LibraryError> {
+    grouped_scan(conn, path, columns, None)
+}
+
+/// `outcomes_by_each`, with the summary's `totals` gathered in the same scan when given.
+fn grouped_scan(
+    conn: &Connection,
+    path: &Path,
+    columns: &[&str],
+    mut totals: Option<&mut Totals>,
+) -> Result<Vec<Vec<OutcomeRow>>, LibraryError> {
     if let Some(bad) = columns.iter().find(|c| !BY_KEYS.iter().any(|(_, k)| k == *c)) {
         return Err(LibraryError::Invalid { path: path.to_path_buf(), message: format!("cannot group by {bad:?}") });
     }
-    let sql = format!("SELECT task_key, status, {} FROM trajectories", columns.join(", "));
+    let mut read = vec!["task_key", "status"];
+    read.extend(columns);
+    if totals.is_some() {
+        read.extend(Totals::COLUMNS);
+    }
+    let sql = format!("SELECT {} FROM trajectories", read.join(", "));
     let mut st = conn.prepare(&sql).map_err(sqlerr(path))?;
     let mut rows = st.query([]).map_err(sqlerr(path))?;
     // Task keys as numbers: each group's sets of distinct tasks hold 4 bytes per task.
@@ -83,6 +98,9 @@ pub fn outcomes_by_each(
         for (i, by) in groups.iter_mut().enumerate() {
             let key = Key::of(r.get_ref(i + 2).map_err(sqlerr(path))?);
             by.entry(key).or_default().add(task, status);
+        }
+        if let Some(totals) = totals.as_deref_mut() {
+            totals.add(r, status, 2 + columns.len()).map_err(sqlerr(path))?;
         }
     }
     Ok(groups.into_iter().map(ordered_rows).collect())
@@ -202,24 +220,6 @@ fn ordered_rows(groups: FxHashMap<Key, Group>) -> Vec<OutcomeRow> {
 fn one_u64(conn: &Connection, path: &Path, sql: &str) -> Result<u64, LibraryError> {
     conn.query_row(sql, [], |r| r.get::<_, Option<u64>>(0)).map(|v| v.unwrap_or(0)).map_err(sqlerr(path))
 }
-
-/// The values of the integer (`NOT NULL`) columns `COLUMNS` with their counts, in
-/// order, per column: one scan of the table for all of them.
-fn column_values(conn: &Connection, path: &Path) -> Result<[Vec<(u64, u64)>; 3], LibraryError> {
-    let mut maps: [BTreeMap<u64, u64>; 3] = Default::default();
-    let sql = format!("SELECT {} FROM trajectories", COLUMNS.join(", "));
-    let mut st = conn.prepare(&sql).map_err(sqlerr(path))?;
-    let mut rows = st.query([]).map_err(sqlerr(path))?;
-    while let Some(r) = rows.next().map_err(sqlerr(path))? {
-        for (i, map) in maps.iter_mut().enumerate() {
-            *map.entry(r.get::<_, u64>(i).map_err(sqlerr(path))?).or_insert(0) += 1;
-        }
-    }
-    Ok(maps.map(|m| m.into_iter().collect()))
-}
-
-/// The columns `distribution` describes.
-const COLUMNS: [&str; 3] = ["steps", "decisions", "tool_calls"];
 
 /// Count, min, median, mean, p90, max and a power-of-two histogram of a column, from its
 /// values with their counts in order.
@@ -426,10 +426,11 @@ pub fn report(root: &Path, dedup: crate::Dedup) -> Result<Value, LibraryError> {
     Ok(s)
 }
 
-/// The summary's counts over all trajectories, from one scan of the table.
-struct Counts {
+/// The summary's counts over all trajectories, gathered in the grouped figures' scan
+/// (`grouped_scan`) instead of scans of their own.
+#[derive(Default)]
+struct Totals {
     attempts: u64,
-    sources: u64,
     success: u64,
     failure: u64,
     unknown: u64,
@@ -437,48 +438,73 @@ struct Counts {
     complete: u64,
     sft_eligible: u64,
     training_eligible: u64,
+    /// Per column `distribution` describes (steps, decisions, tool calls): each value and
+    /// how many trajectories hold it, in order.
+    values: [BTreeMap<u64, u64>; 3],
+    /// Trajectories per verification, in byte order (SQLite's `ORDER BY verification`).
+    verification: BTreeMap<String, u64>,
 }
 
-fn counts(conn: &Connection, path: &Path) -> Result<Counts, LibraryError> {
-    conn.query_row(
-        "SELECT count(*), count(DISTINCT source), count(*) FILTER (WHERE status = 'success'),
-           count(*) FILTER (WHERE status = 'failure'), count(*) FILTER (WHERE status = 'unknown'),
-           count(*) FILTER (WHERE structural_valid), count(*) FILTER (WHERE complete),
-           count(*) FILTER (WHERE sft_eligible), count(*) FILTER (WHERE training_eligible)
-         FROM trajectories",
-        [],
-        |r| {
-            Ok(Counts {
-                attempts: r.get(0)?,
-                sources: r.get(1)?,
-                success: r.get(2)?,
-                failure: r.get(3)?,
-                unknown: r.get(4)?,
-                structural_valid: r.get(5)?,
-                complete: r.get(6)?,
-                sft_eligible: r.get(7)?,
-                training_eligible: r.get(8)?,
-            })
-        },
-    )
-    .map_err(sqlerr(path))
+impl Totals {
+    /// What `add` reads, after the grouped columns: the four flags (`NOT NULL` integers, true
+    /// when not 0, as SQLite's `FILTER (WHERE flag)`), the three counted columns, verification.
+    const COLUMNS: [&'static str; 8] = [
+        "structural_valid",
+        "complete",
+        "sft_eligible",
+        "training_eligible",
+        "steps",
+        "decisions",
+        "tool_calls",
+        "verification",
+    ];
+
+    /// Counts one trajectory: its `status`, and `COLUMNS` from column `at` of `r` on.
+    fn add(&mut self, r: &rusqlite::Row<'_>, status: &str, at: usize) -> rusqlite::Result<()> {
+        self.attempts += 1;
+        match status {
+            "success" => self.success += 1,
+            "failure" => self.failure += 1,
+            "unknown" => self.unknown += 1,
+            _ => {}
+        }
+        let flags =
+            [&mut self.structural_valid, &mut self.complete, &mut self.sft_eligible, &mut self.training_eligible];
+        for (i, count) in flags.into_iter().enumerate() {
+            *count += u64::from(r.get::<_, i64>(at + i)? != 0);
+        }
+        for (i, values) in self.values.iter_mut().enumerate() {
+            *values.entry(r.get::<_, u64>(at + 4 + i)?).or_insert(0) += 1;
+        }
+        let verification = r.get_ref(at + 7)?.as_str()?;
+        match self.verification.get_mut(verification) {
+            Some(n) => *n += 1,
+            None => {
+                self.verification.insert(verification.to_string(), 1);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The whole summary (`evaluation/summary.json`).
 pub fn compute(conn: &Connection, path: &Path) -> Result<Value, LibraryError> {
     let q = |sql: &str| one_u64(conn, path, sql);
-    let c = counts(conn, path)?;
     let keys = AttemptKeys::read(conn, path)?;
-    let [steps, decisions, tool_calls] = column_values(conn, path)?;
+    let columns: Vec<&str> = BY_KEYS.iter().map(|(_, column)| *column).collect();
+    let mut c = Totals::default();
+    let grouped = grouped_scan(conn, path, &columns, Some(&mut c))?;
+    // `count(DISTINCT source)`: `source` is `NOT NULL`, so one group per source.
+    let sources = columns.iter().position(|c| *c == "source").map_or(0, |i| grouped[i].len() as u64);
+    let mut by = serde_json::Map::new();
+    for ((name, _), rows) in BY_KEYS.iter().zip(grouped) {
+        by.insert(name.to_string(), serde_json::to_value(rows).unwrap_or_default());
+    }
+    let [steps, decisions, tool_calls] = std::mem::take(&mut c.values).map(|m| m.into_iter().collect::<Vec<_>>());
     let (success, failure) = (c.success, c.failure);
     let tasks = q("SELECT count(*) FROM tasks")?;
     let solved = q("SELECT count(*) FROM tasks WHERE success > 0")?;
     let known_tasks = q("SELECT count(*) FROM tasks WHERE success + failure > 0")?;
-    let columns: Vec<&str> = BY_KEYS.iter().map(|(_, column)| *column).collect();
-    let mut by = serde_json::Map::new();
-    for ((name, _), rows) in BY_KEYS.iter().zip(outcomes_by_each(conn, path, &columns)?) {
-        by.insert(name.to_string(), serde_json::to_value(rows).unwrap_or_default());
-    }
     let top_tools: Vec<Value> = conn
         .prepare("SELECT name, count(*) FROM tool_calls GROUP BY name ORDER BY count(*) DESC, name LIMIT 20")
         .and_then(|mut st| {
@@ -490,7 +516,7 @@ pub fn compute(conn: &Connection, path: &Path) -> Result<Value, LibraryError> {
         "description": "recorded-agent performance, computed from evaluation/per_trajectory.jsonl.gz and index.sqlite by trajkit build; see docs/library.md",
         "attempts": c.attempts,
         "tasks": tasks,
-        "sources": c.sources,
+        "sources": sources,
         "outcomes": {
             "success": success,
             "failure": failure,
@@ -526,7 +552,7 @@ pub fn compute(conn: &Connection, path: &Path) -> Result<Value, LibraryError> {
             "complete": c.complete,
             "sft_eligible": c.sft_eligible,
             "training_eligible": c.training_eligible,
-            "verification": verification_counts(conn, path)?,
+            "verification": c.verification,
         },
         "duplicates": {
             "groups": q("SELECT count(*) FROM duplicate_groups")?,
@@ -536,19 +562,6 @@ pub fn compute(conn: &Connection, path: &Path) -> Result<Value, LibraryError> {
         },
         "rejected_records": q("SELECT coalesce(sum(rejected), 0) FROM files")?,
     }))
-}
-
-fn verification_counts(conn: &Connection, path: &Path) -> Result<Value, LibraryError> {
-    let mut out = serde_json::Map::new();
-    let mut st = conn
-        .prepare("SELECT verification, count(*) FROM trajectories GROUP BY verification ORDER BY verification")
-        .map_err(sqlerr(path))?;
-    let rows = st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, u64>(1)?))).map_err(sqlerr(path))?;
-    for row in rows {
-        let (k, v) = row.map_err(sqlerr(path))?;
-        out.insert(k, json!(v));
-    }
-    Ok(Value::Object(out))
 }
 
 #[cfg(test)]
@@ -600,7 +613,10 @@ mod tests {
         conn.execute_batch(
             "CREATE TABLE trajectories (task_key TEXT NOT NULL, status TEXT NOT NULL, source TEXT, model TEXT,
                scaffold TEXT, family TEXT, quality_tier INTEGER, split TEXT, format TEXT, environment TEXT,
-               path TEXT NOT NULL, line INTEGER, document_index INTEGER, ordinal INTEGER PRIMARY KEY)",
+               path TEXT NOT NULL, line INTEGER, document_index INTEGER, ordinal INTEGER PRIMARY KEY,
+               structural_valid INTEGER NOT NULL, complete INTEGER NOT NULL, sft_eligible INTEGER NOT NULL,
+               training_eligible INTEGER NOT NULL, steps INTEGER NOT NULL, decisions INTEGER NOT NULL,
+               tool_calls INTEGER NOT NULL, verification TEXT NOT NULL)",
         )
         .unwrap();
         let texts = [None, Some(""), Some("a"), Some("B"), Some("b"), Some("é")];
@@ -609,7 +625,8 @@ mod tests {
             let text = |m: u64| texts[((i * m) % 7 % 6) as usize];
             let tier = if i % 11 == 0 { None } else { Some((i * 5 % 4) as i64 - 1) };
             conn.execute(
-                "INSERT INTO trajectories VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                "INSERT INTO trajectories VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,
+                   ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
                 rusqlite::params![
                     format!("t{}", i * 13 % 37),
                     statuses[(i * 3 % 5) as usize],
@@ -626,6 +643,15 @@ mod tests {
                     (i % 5 == 0).then_some((i % 2) as i64),
                     // Ordinals not in insertion order, so that only the sort can order ties.
                     (i * 7919 % 400) as i64,
+                    // Flags as SQLite's FILTER reads them: any integer but 0 is true.
+                    [0, 1, 2][(i % 3) as usize],
+                    (i % 4 == 1) as i64,
+                    (i % 7 < 3) as i64,
+                    [0, 1, -1][(i * 5 % 3) as usize],
+                    i * 37 % 90,
+                    i * 13 % 11,
+                    if i % 9 == 0 { 1 << 33 } else { i % 5 },
+                    ["unverified", "verified", "Verified", "harness", "é"][(i * 3 % 5) as usize],
                 ],
             )
             .unwrap();
@@ -688,6 +714,65 @@ mod tests {
         }
         assert_eq!(outcomes_by(&conn, path, "model").unwrap(), scanned[1]);
         assert!(outcomes_by(&conn, path, "task_key").is_err());
+    }
+
+    /// The summary's totals, gathered in the grouped scan, as the statements of their own
+    /// counted them before.
+    #[test]
+    fn totals_as_the_sql_counted_them() {
+        let conn = grouping_table();
+        let path = Path::new("index.sqlite");
+        let columns: Vec<&str> = BY_KEYS.iter().map(|(_, c)| *c).collect();
+        let mut got = Totals::default();
+        let grouped = grouped_scan(&conn, path, &columns, Some(&mut got)).unwrap();
+        assert_eq!(grouped, outcomes_by_each(&conn, path, &columns).unwrap());
+        let want: [u64; 8] = conn
+            .query_row(
+                "SELECT count(*), count(*) FILTER (WHERE status = 'success'),
+                   count(*) FILTER (WHERE status = 'failure'), count(*) FILTER (WHERE status = 'unknown'),
+                   count(*) FILTER (WHERE structural_valid), count(*) FILTER (WHERE complete),
+                   count(*) FILTER (WHERE sft_eligible), count(*) FILTER (WHERE training_eligible)
+                 FROM trajectories",
+                [],
+                |r| Ok([r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?]),
+            )
+            .unwrap();
+        let counted = [
+            got.attempts,
+            got.success,
+            got.failure,
+            got.unknown,
+            got.structural_valid,
+            got.complete,
+            got.sft_eligible,
+            got.training_eligible,
+        ];
+        assert_eq!(counted, want);
+        assert!(want[1..].iter().all(|&n| n > 0 && n < want[0]), "{want:?}");
+        let grouped_counts = |sql: &str| -> Vec<(Value, u64)> {
+            let mut st = conn.prepare(sql).unwrap();
+            st.query_map([], |r| Ok((json!(r.get::<_, rusqlite::types::Value>(0).map(sql_json)?), r.get(1)?)))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect()
+        };
+        for (column, values) in ["steps", "decisions", "tool_calls"].iter().zip(&got.values) {
+            let want = grouped_counts(&format!("SELECT {column}, count(*) FROM trajectories GROUP BY 1 ORDER BY 1"));
+            let values: Vec<(Value, u64)> = values.iter().map(|(v, n)| (json!(v), *n)).collect();
+            assert_eq!(values, want, "{column}");
+        }
+        let want = grouped_counts("SELECT verification, count(*) FROM trajectories GROUP BY 1 ORDER BY 1");
+        let verification: Vec<(Value, u64)> = got.verification.iter().map(|(v, n)| (json!(v), *n)).collect();
+        assert_eq!(verification, want);
+    }
+
+    /// A SQLite value as JSON (integers and texts; the columns counted hold nothing else).
+    fn sql_json(v: rusqlite::types::Value) -> Value {
+        match v {
+            rusqlite::types::Value::Integer(i) => json!(i),
+            rusqlite::types::Value::Text(s) => json!(s),
+            _ => Value::Null,
+        }
     }
 
     /// success@k as it was computed before the keys were sorted here: SQLite's sorter over
