@@ -235,13 +235,17 @@ pub fn completeness(t: &Trajectory) -> Option<f64> {
                 None => pending.clear(),
             }
         }
-        if s.role != Role::Assistant
-            && (s.content.as_ref().is_some_and(|c| !c.content_is_empty()) || !s.tool_results.is_empty())
-        {
+        if s.role != Role::Assistant && (has_content(s) || !s.tool_results.is_empty()) {
             observed = true;
         }
     }
     (decisions > 0).then(|| with_context as f64 / decisions as f64)
+}
+
+/// Whether a step's content says something (not missing, `null`, `""` or `[]`), read from
+/// its text without parsing it.
+fn has_content(s: &Step) -> bool {
+    s.content.as_ref().is_some_and(|c| !c.content_is_empty())
 }
 
 #[cfg(test)]

@@ -495,7 +495,7 @@ pub fn compute(conn: &Connection, path: &Path) -> Result<Value, LibraryError> {
     let mut c = Totals::default();
     let grouped = grouped_scan(conn, path, &columns, Some(&mut c))?;
     // `count(DISTINCT source)`: `source` is `NOT NULL`, so one group per source.
-    let sources = columns.iter().position(|c| *c == "source").map_or(0, |i| grouped[i].len() as u64);
+    let sources = columns.iter().position(|column| *column == "source").map_or(0, |i| grouped[i].len() as u64);
     let mut by = serde_json::Map::new();
     for ((name, _), rows) in BY_KEYS.iter().zip(grouped) {
         by.insert(name.to_string(), serde_json::to_value(rows).unwrap_or_default());
