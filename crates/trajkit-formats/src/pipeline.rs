@@ -495,33 +495,46 @@ struct Mapping {
 
 impl Mapping {
     /// Reads the batch's records in parallel; `jobs` holds each item's reader and file. Records
-    /// go in groups, so that their source digests are taken side by side (`hashed_identities`).
+    /// go in groups, so that their source digests (`hashed_identities`) and the content digests
+    /// of canonical text (`seal_group`) are taken side by side.
     fn map(&self, batch: &Batch, jobs: &[StageJob]) -> Vec<Option<Processed>> {
-        let work = Work::of(&self.opts);
+        let work = Work::of(&self.opts).grouped();
         batch
             .items
             .par_chunks(HASHED_TOGETHER)
             .zip(jobs.par_chunks(HASHED_TOGETHER))
             .flat_map_iter(|(items, jobs)| {
                 let mut known = hashed_identities(work, batch, items, jobs).into_iter();
-                items.iter().zip(jobs).map(move |(item, job)| {
-                    let known = known.next().flatten();
-                    match (item, job) {
-                        (Item::Early(r), _) => {
-                            self.early_read.get(r.file).and_then(|m| m.lock().ok()?.take()).map(|p| *p)
-                        }
-                        (Item::Record(r), Some((reader, file))) => {
-                            let bytes = batch.bytes(r);
-                            let identity = known.unwrap_or_else(|| identity_of(work, bytes, r, false));
-                            Some(process_identified(*reader, bytes, r, work, identity, |raw| {
-                                reader.read_record(raw, file)
-                            }))
-                        }
-                        (Item::Record(_) | Item::End(..), _) => None,
-                    }
-                })
+                let mut group: Vec<Option<Processed>> = items
+                    .iter()
+                    .zip(jobs)
+                    .map(|(item, job)| self.read_item(batch, item, job, work, known.next().flatten()))
+                    .collect();
+                seal_group(&mut group);
+                group
             })
             .collect()
+    }
+
+    /// One item of a batch: its record read (with its source digest when `known`), the record
+    /// read while planning, or nothing.
+    fn read_item(
+        &self,
+        batch: &Batch,
+        item: &Item,
+        job: &StageJob,
+        work: Work,
+        known: Option<Identity>,
+    ) -> Option<Processed> {
+        match (item, job) {
+            (Item::Early(r), _) => self.early_read.get(r.file).and_then(|m| m.lock().ok()?.take()).map(|p| *p),
+            (Item::Record(r), Some((reader, file))) => {
+                let bytes = batch.bytes(r);
+                let identity = known.unwrap_or_else(|| identity_of(work, bytes, r, false));
+                Some(process_identified(*reader, bytes, r, work, identity, |raw| reader.read_record(raw, file)))
+            }
+            (Item::Record(_) | Item::End(..), _) => None,
+        }
     }
 }
 
@@ -1426,6 +1439,9 @@ struct Accepted {
     counts: TrajectoryCounts,
     rollout_key: Option<String>,
     canonical: Option<Vec<u8>>,
+    /// Where `canonical` awaits its content digest (`Work::grouped`): hashed with the other
+    /// records of its group (`seal_group`).
+    unsealed: Option<trajkit_model::canonical::Unsealed>,
 }
 
 /// What the parallel stage does with each accepted record (from `Options`).
@@ -1435,6 +1451,9 @@ struct Work<'a> {
     keep: bool,
     outcomes: Option<&'a crate::outcomes::OutcomeTable>,
     analyze: Option<&'a Analyzer>,
+    /// The caller hashes the content digests of canonical text that leaves the worker as text
+    /// only in groups (`seal_group`), so the record is written with its digest blank.
+    grouped: bool,
 }
 
 impl Work<'_> {
@@ -1445,7 +1464,13 @@ impl Work<'_> {
             keep: opts.records,
             outcomes: opts.outcomes.as_deref(),
             analyze: opts.analyze.as_ref(),
+            grouped: false,
         }
+    }
+
+    /// This work, with content digests left for `seal_group`.
+    fn grouped(self) -> Self {
+        Work { grouped: true, ..self }
     }
 
     /// True when nothing but the per-file checks reads a record's source digest: no
@@ -1547,7 +1572,7 @@ fn settle(
     identity: Identity,
     read: impl FnOnce() -> RecordResult,
 ) -> Processed {
-    let Work { canonical, keep, outcomes, analyze } = work;
+    let Work { canonical, keep, outcomes, analyze, grouped } = work;
     // A reader bug must never make a record vanish (or end the run looking successful):
     // a panic becomes a rejection of that record, named as an internal error.
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match read() {
@@ -1558,14 +1583,16 @@ fn settle(
             }
             crate::truncation::mark_truncated_observations(&mut trajectory);
             let interaction = analyze.is_some_and(|a| a.interaction);
-            let output = Output { canonical, sealed: keep || analyze.is_some(), interaction };
+            let sealed = keep || analyze.is_some();
+            let output = Output { canonical, sealed, interaction, grouped: grouped && !sealed };
             match seal_and_serialize(&mut trajectory, output, source_len) {
-                Ok((out, interaction)) => Ok(Accepted {
+                Ok(written) => Ok(Accepted {
                     counts: TrajectoryCounts::of(&trajectory),
-                    analysis: analyze.map(|a| (a.run)(&trajectory, interaction)),
+                    analysis: analyze.map(|a| (a.run)(&trajectory, written.interaction)),
                     trajectory: keep.then_some(trajectory),
                     rollout_key,
-                    canonical: out,
+                    canonical: written.canonical,
+                    unsealed: written.unsealed,
                 }),
                 Err(e) => Err(vec![schema("$", format!("cannot serialize record: {e}"))]),
             }
@@ -1595,31 +1622,54 @@ struct Output {
     sealed: bool,
     /// Its interaction digest, for the analyzer (taken with the canonical JSON only).
     interaction: bool,
+    /// Its canonical JSON only, its content digest left for `seal_group`.
+    grouped: bool,
+}
+
+/// What `seal_and_serialize` wrote.
+#[derive(Default)]
+struct Written {
+    canonical: Option<Vec<u8>>,
+    interaction: Option<String>,
+    unsealed: Option<trajkit_model::canonical::Unsealed>,
 }
 
 /// Seals the record and writes its canonical JSON, as far as `output` asks, with its
 /// interaction digest when asked. When neither leaves the worker (`inspect`, `validate`:
 /// per-file figures only) the record is neither serialized nor hashed a second time; its
 /// source bytes' SHA-256 is all that is used.
-fn seal_and_serialize(
-    t: &mut Trajectory,
-    output: Output,
-    source_len: usize,
-) -> Result<(Option<Vec<u8>>, Option<String>), serde_json::Error> {
+fn seal_and_serialize(t: &mut Trajectory, output: Output, source_len: usize) -> Result<Written, serde_json::Error> {
+    use trajkit_model::canonical;
     if !output.canonical {
         if output.sealed {
             trajkit_model::seal(t)?;
         }
-        return Ok((None, None));
+        return Ok(Written::default());
     }
     // The canonical form is about as long as the source: size the buffer once.
     let mut out = Vec::with_capacity(source_len + source_len / 4 + 1024);
-    let interaction = match output.interaction {
-        true => trajkit_model::canonical::write_sealed_with_interaction(t, &mut out)?,
-        false => trajkit_model::canonical::write_sealed(t, &mut out).map(|()| None)?,
-    };
+    let mut written = Written::default();
+    match (output.interaction, output.grouped) {
+        (true, _) => written.interaction = canonical::write_sealed_with_interaction(t, &mut out)?,
+        (false, true) => written.unsealed = canonical::write_unsealed(t, &mut out)?,
+        (false, false) => canonical::write_sealed(t, &mut out)?,
+    }
     out.push(b'\n');
-    Ok((Some(out), interaction))
+    written.canonical = Some(out);
+    Ok(written)
+}
+
+/// Writes the content digests that `Work::grouped` left blank in `processed`, hashed side
+/// by side: SHA-256 of the canonical text was a seventh of `convert`'s worker time, one
+/// record at a time.
+fn seal_group(processed: &mut [Option<Processed>]) {
+    let mut open: Vec<(&mut Vec<u8>, trajkit_model::canonical::Unsealed)> = processed
+        .iter_mut()
+        .flatten()
+        .filter_map(|p| p.outcome.as_mut().ok())
+        .filter_map(|acc| Some((acc.canonical.as_mut()?, acc.unsealed.take()?)))
+        .collect();
+    trajkit_model::canonical::seal_written(&mut open);
 }
 
 fn apply(plan: &mut Plan, state: &mut FileIdentities, rec: &OwnedRecord, p: Processed, sink: &mut dyn Sink) {
@@ -1638,7 +1688,7 @@ fn apply(plan: &mut Plan, state: &mut FileIdentities, rec: &OwnedRecord, p: Proc
     };
     match p.outcome {
         Err(problems) => reject(plan, sink, problems),
-        Ok(acc) => {
+        Ok(mut acc) => {
             match state.check(p.identity, acc.rollout_key.as_deref()) {
                 Seen::New => {}
                 Seen::Repeat => {
@@ -1656,6 +1706,10 @@ fn apply(plan: &mut Plan, state: &mut FileIdentities, rec: &OwnedRecord, p: Proc
                 }
             }
             plan.report().add_trajectory(&acc.counts);
+            // A digest no group hashed is hashed here: no blank digest reaches the sink.
+            if let (Some(text), Some(unsealed)) = (acc.canonical.as_mut(), acc.unsealed.take()) {
+                trajkit_model::canonical::seal_written(&mut [(text, unsealed)]);
+            }
             match acc.analysis {
                 Some(analysis) => sink.analyzed(&plan.file, analysis, acc.canonical.as_deref()),
                 None => sink.trajectory(&plan.file, acc.trajectory.as_deref(), acc.canonical.as_deref()),
@@ -1922,7 +1976,7 @@ mod tests {
             b"{}",
             &rec,
             &file,
-            Work { canonical: true, keep: false, outcomes: None, analyze: None },
+            Work { canonical: true, keep: false, outcomes: None, analyze: None, grouped: false },
             None,
             false,
         );

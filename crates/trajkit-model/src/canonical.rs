@@ -184,6 +184,40 @@ pub fn write_sealed(t: &mut Trajectory, out: &mut Vec<u8>) -> Result<(), serde_j
     Ok(())
 }
 
+/// Where a record `write_unsealed` wrote awaits its content digest.
+pub struct Unsealed {
+    /// The record's text in the buffer (a newline may follow).
+    text: std::ops::Range<usize>,
+    layout: Layout,
+}
+
+/// `write_sealed` without the hashing: appends the canonical JSON of `t` with its content
+/// digest left blank, for `seal_written` to hash side by side with other records' (`convert`,
+/// whose records leave as text only). A record with subagents, whose digest hashes its
+/// children apart, is sealed and written whole: `None`. `t.content_digest` is not set.
+pub fn write_unsealed(t: &mut Trajectory, out: &mut Vec<u8>) -> Result<Option<Unsealed>, serde_json::Error> {
+    if !t.subagents.is_empty() {
+        write_sealed(t, out)?;
+        return Ok(None);
+    }
+    let start = out.len();
+    let layout = write_fields(t, out)?;
+    Ok(Some(Unsealed { text: start..out.len(), layout }))
+}
+
+/// Writes the content digests of records `write_unsealed` wrote into their text, hashing
+/// them side by side (`sha256_many`); each gets the digest `write_sealed` would have written.
+pub fn seal_written(records: &mut [(&mut Vec<u8>, Unsealed)]) {
+    let mut digests = vec![[0u8; 32]; records.len()];
+    let pieces: Vec<[&[u8]; 4]> =
+        records.iter().map(|(b, u)| pieces_without(&b[..u.text.end], u.text.start, &u.layout)).collect();
+    let messages: Vec<&[&[u8]]> = pieces.iter().map(|p| &p[..]).collect();
+    crate::sha256_many::sha256_many(&messages, &mut digests);
+    for ((bytes, u), digest) in records.iter_mut().zip(&digests) {
+        bytes[u.layout.digest_at..u.layout.digest_at + 64].copy_from_slice(hex(digest).as_bytes());
+    }
+}
+
 /// `write_sealed`, and the record's interaction digest (`interaction_digest`) hashed side by
 /// side with its content digest (`sha256_many`): `build` takes both of every record. The
 /// interaction digest is `None` where its JSON cannot be written (the content digest is then

@@ -200,6 +200,42 @@ fn sealing_with_the_interaction_digest_matches_taking_both_apart() {
     }
 }
 
+/// Records written blank and sealed as a group (`write_unsealed`, `seal_written`) get the text
+/// and digest `write_sealed` gives each alone: records of different lengths, one buffer holding
+/// text before the record and a newline after it, and a record with subagents, which is
+/// sealed whole on the spot.
+#[test]
+fn records_sealed_as_a_group_match_each_sealed_alone() {
+    let mut long = sample();
+    long.steps.extend((0..40).map(|i| Step::new(Role::User, Some(json!(format!("step {i} {}", "x".repeat(i)))))));
+    let mut with_child = sample();
+    with_child.subagents.push(Subagent {
+        spawned_by_step: Some(1),
+        spawned_by_tool_call: None,
+        trajectory: Box::new(sample()),
+    });
+    let records = [sample(), long, with_child];
+    let mut expected = Vec::new();
+    for t in &records {
+        let mut out = Vec::new();
+        canonical::write_sealed(&mut t.clone(), &mut out).unwrap();
+        expected.push(out);
+    }
+    let mut buffers: Vec<Vec<u8>> = vec![Vec::new(), b"before ".to_vec(), Vec::new()];
+    let mut open = Vec::new();
+    for (t, buffer) in records.iter().zip(&mut buffers) {
+        open.push(canonical::write_unsealed(&mut t.clone(), buffer).unwrap());
+        buffer.push(b'\n');
+    }
+    assert!(open[0].is_some() && open[1].is_some() && open[2].is_none());
+    let mut group: Vec<_> = buffers.iter_mut().zip(open).filter_map(|(b, u)| Some((b, u?))).collect();
+    canonical::seal_written(&mut group);
+    let prefix: [&[u8]; 3] = [b"", b"before ", b""];
+    for ((buffer, want), prefix) in buffers.iter().zip(&expected).zip(prefix) {
+        assert_eq!(buffer, &[prefix, want.as_slice(), b"\n"].concat());
+    }
+}
+
 /// The interaction digest of a record with quotes, backslashes, control characters and
 /// non-ASCII in its content, pinned: the writer behind it may change, the bytes may not.
 #[test]
