@@ -112,10 +112,10 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Option<String>
     let mut gaps = Vec::new();
     let mut builder = StepBuilder::default();
     for (i, item) in input.into_iter().enumerate() {
-        builder.push(item, false, &format!("$.responses_create_params.input[{i}]"), &mut steps)?;
+        builder.push(item, false, ItemPath("$.responses_create_params.input", i), &mut steps)?;
     }
     for (i, item) in output.into_iter().enumerate() {
-        builder.push(item, true, &format!("$.response.output[{i}]"), &mut steps)?;
+        builder.push(item, true, ItemPath("$.response.output", i), &mut steps)?;
     }
     builder.flush(&mut steps);
     link_tool_results(&steps, &mut gaps);
@@ -357,11 +357,11 @@ impl StepBuilder {
         &mut self,
         item: Option<Extra>,
         from_output: bool,
-        path: &str,
+        path: ItemPath,
         steps: &mut Vec<Step>,
     ) -> Result<(), Problem> {
         let Some(mut item) = item else {
-            return Err(schema(path, "an item must be an object"));
+            return Err(schema(path.to_string(), "an item must be an object"));
         };
         let kind = take_str(&mut item, "type");
         match kind.as_deref() {
@@ -422,6 +422,17 @@ impl StepBuilder {
     }
 }
 
+/// Where an item of a rollout sits (`$.response.output[3]`): written out only in an error,
+/// so that reading a row's items formats no path.
+#[derive(Clone, Copy)]
+struct ItemPath(&'static str, usize);
+
+impl std::fmt::Display for ItemPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}[{}]", self.0, self.1)
+    }
+}
+
 /// Training fields (token ids, log probs) on output messages go to the step's metrics, as
 /// text when they were (nothing reads them before they are written).
 fn move_token_fields(item: &mut Extra, step: &mut Step) {
@@ -442,7 +453,7 @@ fn keep_leftovers(extra: &mut Extra, key: &str, mut item: Extra, untyped: bool) 
     }
 }
 
-fn tool_call(mut item: Extra, path: &str) -> Result<ToolCall, Problem> {
+fn tool_call(mut item: Extra, path: ItemPath) -> Result<ToolCall, Problem> {
     let name =
         take_str(&mut item, "name").ok_or_else(|| schema(format!("{path}.name"), "function_call without name"))?;
     let id = take_str(&mut item, "call_id");

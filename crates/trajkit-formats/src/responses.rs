@@ -8,7 +8,7 @@ use crate::rejection::{Problem, Reason};
 
 /// The role of a message item that is not the assistant's. A `developer` message is a
 /// system step (the reader keeps the source role in the step's `extra`).
-pub(crate) fn message_role(role: &str, path: &str) -> Result<Role, Problem> {
+pub(crate) fn message_role(role: &str, path: impl std::fmt::Display) -> Result<Role, Problem> {
     match role {
         "user" => Ok(Role::User),
         "system" | "developer" => Ok(Role::System),

@@ -271,6 +271,40 @@ mod synthetic {
         assert_eq!(c.rejections[0].problems[0].json_path, "$.response.output[0]");
     }
 
+    /// An item's problem names the item by its list and place, whichever list holds it.
+    #[test]
+    fn a_bad_item_is_named_by_its_path() {
+        let cases = [
+            (
+                r#"{"responses_create_params":{"input":[{"content":"x"}]},"response":{"output":[]}}"#,
+                "schema_violation",
+                "$.responses_create_params.input[0].role",
+            ),
+            (
+                r#"{"responses_create_params":{"input":"hi"},"response":{"output":[{"type":"reasoning","summary":[]},{"type":"function_call","call_id":"c"}]}}"#,
+                "schema_violation",
+                "$.response.output[1].name",
+            ),
+            (
+                r#"{"responses_create_params":{"input":[{"role":"user","content":"a"},{"role":"critic","content":"b"}]},"response":{"output":[]}}"#,
+                "invalid_value",
+                "$.responses_create_params.input[1].role",
+            ),
+            (
+                r#"{"responses_create_params":{"input":"hi"},"response":{"output":[{"role":"assistant","content":"a"},7]}}"#,
+                "schema_violation",
+                "$.response.output[1]",
+            ),
+        ];
+        for (line, reason, path) in cases {
+            let (_d, p) = file(&[line]);
+            let c = read(&[p]);
+            assert_eq!(c.rejections.len(), 1, "{line}");
+            assert_eq!(c.rejections[0].reason.as_str(), reason, "{line}");
+            assert_eq!(c.rejections[0].problems[0].json_path, path, "{line}");
+        }
+    }
+
     #[test]
     fn a_transition_that_rewrites_history_rejects_the_record() {
         let line = r#"{"responses_create_params":{"input":[]},"response":{"contains_transitions":true,"output":[[{"role":"user","content":"a"}],[{"role":"user","content":"b"}]]}}"#;
