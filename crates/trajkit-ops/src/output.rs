@@ -64,11 +64,13 @@ impl Frames {
 }
 
 impl Write for Frames {
+    /// Ends the frame first where `buf` would take it past `ZSTD_FRAME`, so that the frame
+    /// and the compressed buffer keep their first size (a larger `buf` is a frame of its own).
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.frame.extend_from_slice(buf);
-        if self.frame.len() >= ZSTD_FRAME {
+        if !self.frame.is_empty() && self.frame.len() + buf.len() > ZSTD_FRAME {
             self.end_frame()?;
         }
+        self.frame.extend_from_slice(buf);
         Ok(buf.len())
     }
     /// Writes what the file holds; the frame being filled stays open (a frame per flush
@@ -158,14 +160,18 @@ mod tests {
     #[test]
     fn a_zst_output_is_frames_that_read_as_one_stream() {
         let dir = tempfile::tempdir().unwrap();
-        // Lines of 1 MiB + 1 byte: a frame ends at the first write that brings it to 4 MiB.
+        // Writes of 1 MiB + 1 byte: a frame ends before the write that would take it past
+        // 4 MiB, so three make a frame; a write larger than a frame is a frame of its own.
         let line: Vec<u8> = (0..(1 << 20)).map(|i| b"abcdefghij"[(i * 7 + i / 3) % 10]).chain([b'\n']).collect();
-        let bytes = written(dir.path(), &[line.as_slice(); 9]);
+        let long = line.repeat(5);
+        let mut writes = vec![line.as_slice(); 7];
+        writes.insert(4, &long);
+        let bytes = written(dir.path(), &writes);
         let n = line.len() as u64;
-        assert_eq!(frame_sizes(&bytes), [4 * n, 4 * n, n]);
+        assert_eq!(frame_sizes(&bytes), [3 * n, n, 5 * n, 3 * n]);
         let mut text = Vec::new();
         zstd::stream::read::Decoder::new(&bytes[..]).unwrap().read_to_end(&mut text).unwrap();
-        assert_eq!(text, line.repeat(9));
+        assert_eq!(text, writes.concat());
     }
 
     #[test]
