@@ -73,6 +73,7 @@ pub struct FrameCompressor {
 }
 
 impl FrameCompressor {
+    /// A compressor at the shards' level; its buffer grows to the largest frame's bound.
     pub fn new() -> std::io::Result<FrameCompressor> {
         Ok(FrameCompressor { compressor: zstd::bulk::Compressor::new(LEVEL)?, compressed: Vec::new() })
     }
