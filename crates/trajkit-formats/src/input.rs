@@ -24,24 +24,8 @@ impl InputFile {
     }
 }
 
-/// Compression of a file, from its extension.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Compression {
-    None,
-    Gzip,
-    Zstd,
-}
-
-impl Compression {
-    /// Compression named by a path's last extension.
-    pub fn of(path: &Path) -> Self {
-        match path.extension().and_then(|e| e.to_str()) {
-            Some("gz") => Compression::Gzip,
-            Some("zst") | Some("zstd") => Compression::Zstd,
-            _ => Compression::None,
-        }
-    }
-}
+/// Compression of a file, from its extension (shared with the writers).
+pub use trajkit_io::Compression;
 
 /// File name with a compression extension removed (`a.jsonl.gz` -> `a.jsonl`).
 pub fn logical_name(path: &Path) -> String {

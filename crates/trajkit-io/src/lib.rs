@@ -5,6 +5,11 @@
 //!
 //! A crate of its own because every writer (library layout, manifest, exports, gallery,
 //! the binary) needs it, and the lowest crate they share, `trajkit-model`, does no I/O.
+//! `CompressedFile` puts gzip or zstd frames under it, chosen by the file's extension.
+
+mod compressed;
+
+pub use compressed::{CompressedFile, Compression, FrameCompressor, Levels};
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};

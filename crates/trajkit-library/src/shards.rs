@@ -10,6 +10,8 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use trajkit_io::FrameCompressor;
+
 use crate::error::LibraryError;
 use crate::row::Row;
 
@@ -64,29 +66,6 @@ pub struct ShardWriter {
     zstd: FrameCompressor,
 }
 
-/// zstd frames compressed whole, one at a time, at level 1: no frame depends on another, and
-/// zstd never takes the slower external-dictionary path that a streaming encoder's ring buffer
-/// sends most blocks through (`convert`: 3.5 % less CPU, docs/PERFORMANCE.md, step 122).
-pub struct FrameCompressor {
-    compressor: zstd::bulk::Compressor<'static>,
-    compressed: Vec<u8>,
-}
-
-impl FrameCompressor {
-    /// A compressor at the shards' level; its buffer grows to the largest frame's bound.
-    pub fn new() -> std::io::Result<FrameCompressor> {
-        Ok(FrameCompressor { compressor: zstd::bulk::Compressor::new(LEVEL)?, compressed: Vec::new() })
-    }
-
-    /// `frame` as one zstd frame (its size written in the frame's header).
-    pub fn compress(&mut self, frame: &[u8]) -> std::io::Result<&[u8]> {
-        self.compressed.clear();
-        self.compressed.reserve(zstd::zstd_safe::compress_bound(frame.len()));
-        let n = self.compressor.compress_to_buffer(frame, &mut self.compressed)?;
-        Ok(&self.compressed[..n])
-    }
-}
-
 impl ShardWriter {
     /// Shards go to `dir` (created). `_workers` is kept for callers: frames are compressed
     /// one at a time on the calling thread (a frame is smaller than a zstd worker's job).
@@ -99,7 +78,7 @@ impl ShardWriter {
             number: 0,
             current: None,
             frame: Vec::new(),
-            zstd: FrameCompressor::new().map_err(LibraryError::io(dir))?,
+            zstd: FrameCompressor::new(LEVEL).map_err(LibraryError::io(dir))?,
         })
     }
 
