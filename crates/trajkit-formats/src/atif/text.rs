@@ -362,7 +362,10 @@ fn metrics(m: &Split, allowed: &'static [&'static str], prefix: &str) -> Option<
     let f = fields(m, allowed)?;
     let mut metrics = Metrics::default();
     for (key, v) in f.present() {
-        let figure = match (key.strip_prefix(prefix), kind(v)) {
+        // `strip_prefix` of the steps' empty prefix still calls `memcmp`: 2 % of ATIF
+        // `inspect`'s samples, once for every key of every step's metrics.
+        let name = if prefix.is_empty() { Some(key) } else { key.strip_prefix(prefix) };
+        let figure = match (name, kind(v)) {
             (Some("extra"), _) | (None, _) => {
                 opt_kind(Some(v), Kind::Object)?;
                 keep_value(&mut metrics.extra, key, v);
