@@ -17,7 +17,7 @@ use trajkit_model::{
 };
 
 use crate::input::InputFile;
-use crate::json::{content_text, idx, into_extra, take, take_f64, take_list, take_nonempty_str, take_str};
+use crate::json::{idx, into_extra, step_content_text, take, take_f64, take_list, take_nonempty_str, take_str};
 use crate::json::{is_array_document, record_object};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{schema, Problem, Reason};
@@ -307,7 +307,7 @@ pub(crate) fn first_instruction(steps: &[Step]) -> Option<String> {
         .iter()
         .take_while(|s| s.role != Role::Assistant)
         .find(|s| s.role == Role::User)
-        .and_then(|s| s.content.as_deref().and_then(content_text))
+        .and_then(|s| s.content.as_ref().and_then(step_content_text))
 }
 
 /// Task of a generic chat row: its `id` column (string or number) and first user
@@ -343,7 +343,7 @@ pub(crate) fn first_user_task(steps: &[Step], sha: &str) -> Task {
     let instruction = steps
         .iter()
         .filter(|s| s.role == Role::User)
-        .find_map(|s| s.content.as_deref().and_then(content_text).filter(|t| !t.trim().is_empty()));
+        .find_map(|s| s.content.as_ref().and_then(step_content_text).filter(|t| !t.trim().is_empty()));
     session_task(instruction, sha)
 }
 

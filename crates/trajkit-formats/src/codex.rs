@@ -14,7 +14,7 @@ use trajkit_model::{
 
 use crate::claude_code::parse_lines;
 use crate::input::InputFile;
-use crate::json::{content_text, take, take_str, take_u64};
+use crate::json::{content_text, step_content_text, take, take_str, take_u64};
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{schema, Problem};
@@ -486,7 +486,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
         steps
             .iter()
             .filter(|s| s.role == Role::User && s.authorship == Authorship::Declared)
-            .find_map(|s| s.content.as_deref().and_then(content_text).filter(|t| !t.trim().is_empty()))
+            .find_map(|s| s.content.as_ref().and_then(step_content_text).filter(|t| !t.trim().is_empty()))
     });
     let task = Task::keyed(None, None, instruction, None, raw.sha256);
     // A session is one document: its lines are events, never records of their own.

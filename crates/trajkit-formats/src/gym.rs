@@ -14,7 +14,7 @@ use trajkit_model::{
 
 use crate::input::InputFile;
 use crate::json::{
-    content_text, into_extra, take_f64, take_lazy, take_lazy_arguments, take_nonempty_str, take_str, take_u64,
+    into_extra, step_content_text, take_f64, take_lazy, take_lazy_arguments, take_nonempty_str, take_str, take_u64,
 };
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
@@ -549,7 +549,7 @@ fn initial_instruction(steps: &[Step]) -> Option<String> {
         .iter()
         .take_while(|s| s.role != Role::Assistant)
         .filter(|s| s.role == Role::User)
-        .filter_map(|s| s.content.as_deref().and_then(content_text))
+        .filter_map(|s| s.content.as_ref().and_then(step_content_text))
         .collect();
     (!texts.is_empty()).then(|| texts.join("\n"))
 }

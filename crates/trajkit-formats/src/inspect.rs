@@ -21,8 +21,8 @@ use trajkit_model::{
 
 use crate::input::InputFile;
 use crate::json::{
-    array_elements, content_text, into_extra, take, take_each, take_f64, take_nonempty_str, take_object, take_seconds,
-    take_str, take_u64,
+    array_elements, content_text, into_extra, step_content_text, take, take_each, take_f64, take_nonempty_str,
+    take_object, take_seconds, take_str, take_u64,
 };
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
@@ -526,7 +526,7 @@ fn instruction(input: Option<&Value>, attachments: &Map<String, Value>, steps: &
             .iter()
             .take_while(|s| s.role != Role::Assistant)
             .filter(|s| s.role == Role::User)
-            .filter_map(|s| s.content.as_deref().and_then(content_text))
+            .filter_map(|s| s.content.as_ref().and_then(step_content_text))
             .collect();
         (!texts.is_empty()).then(|| texts.join("\n"))
     })

@@ -11,7 +11,7 @@ use trajkit_model::{
 };
 
 use crate::input::InputFile;
-use crate::json::{content_text, into_extra, take, take_f64, take_object, take_str};
+use crate::json::{into_extra, step_content_text, take, take_f64, take_object, take_str};
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, schema, Problem, Reason};
@@ -102,7 +102,7 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
         .map(|n| n.strip_suffix(".traj.json").or_else(|| n.strip_suffix(".json")).unwrap_or(n).to_string())
         .unwrap_or_default();
     let instruction =
-        steps.iter().find(|s| s.role == Role::User).and_then(|s| s.content.as_deref()).and_then(content_text);
+        steps.iter().find(|s| s.role == Role::User).and_then(|s| s.content.as_ref()).and_then(step_content_text);
     let task = Task {
         id: Some(instance.clone()),
         instruction,
@@ -162,7 +162,7 @@ fn steps(messages: Vec<Value>) -> Result<Vec<Step>, Problem> {
             "assistant" => {
                 let mut s = Step::new(Role::Assistant, content);
                 let blocks =
-                    s.content.as_deref().and_then(content_text).map(|t| fenced_actions(&t)).unwrap_or_default();
+                    s.content.as_ref().and_then(step_content_text).map(|t| fenced_actions(&t)).unwrap_or_default();
                 let single = blocks.len() == 1;
                 pending = None;
                 for command in blocks {

@@ -15,7 +15,9 @@ use trajkit_model::{
 };
 
 use crate::input::InputFile;
-use crate::json::{content_text, into_extra, take, take_f64, take_nonempty_str, take_object, take_str, take_u64};
+use crate::json::{
+    content_text, into_extra, step_content_text, take, take_f64, take_nonempty_str, take_object, take_str, take_u64,
+};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, schema, Problem};
 
@@ -597,7 +599,7 @@ fn task(shape: Shape, row: &mut Map<String, Value>, steps: &[Step], sha: &str) -
     let environment = row.get("metadata").and_then(|m| m.get("dataset")).and_then(Value::as_str).map(str::to_string);
     let instruction = take_nonempty_str(row, "instruction").or_else(|| {
         let first = steps.iter().find(|s| s.role == Role::User)?;
-        first.content.as_deref().and_then(content_text).filter(|t| !t.is_empty())
+        first.content.as_ref().and_then(step_content_text).filter(|t| !t.is_empty())
     });
     Task::keyed(id.clone(), id, instruction, environment, sha)
 }

@@ -8,7 +8,7 @@ use trajkit_model::{
     Authorship, Extra, Gap, GapKind, Outcome, Role, Status, Step, Task, ToolCall, ToolResult, Verification,
 };
 
-use crate::json::{content_text, idx, into_extra, take, take_nonempty_str, take_str};
+use crate::json::{content_text, idx, into_extra, step_content_text, take, take_nonempty_str, take_str};
 use crate::links::link_tool_results;
 use crate::rejection::{schema, Problem, Reason};
 
@@ -213,7 +213,7 @@ pub(crate) fn swe_task(family: &str, instance_id: Option<String>, steps: &[Step]
         .iter()
         .take_while(|s| s.role != Role::Assistant)
         .find(|s| s.role == Role::User)
-        .and_then(|s| s.content.as_deref().and_then(content_text));
+        .and_then(|s| s.content.as_ref().and_then(step_content_text));
     Task::keyed(instance_id.clone(), instance_id, instruction, Some(family.to_string()), sha)
 }
 

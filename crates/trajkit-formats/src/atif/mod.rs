@@ -1762,8 +1762,8 @@ fn task_of(steps: &[Step], short_sha: &str) -> Task {
     let instruction = steps
         .iter()
         .find(|s| s.role == Role::User)
-        .and_then(|s| s.content.as_deref())
-        .and_then(json::content_text)
+        .and_then(|s| s.content.as_ref())
+        .and_then(json::step_content_text)
         .filter(|t| !t.trim().is_empty());
     Task::keyed(None, None, instruction, None, short_sha)
 }
