@@ -1,6 +1,7 @@
-//! Output files compressed by their extension (`.gz`, `.zst`) on top of `AtomicFile`: the
-//! one compressed writer of `convert`, `redact`, `replay`, the exports and the library's
-//! shards (which use `FrameCompressor` alone).
+//! Output files compressed by their extension (`.gz`, `.zst`) on top of `AtomicFile`, for
+//! `convert`, `redact`, `replay` and the exports; the library's shards use `FrameCompressor`
+//! alone (the library's rows file, inside the build's staging folder, deflates on a thread
+//! of its own: `trajkit-library` `rows_out.rs`).
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
