@@ -758,7 +758,7 @@ fn first_prompt(steps: &[Step]) -> Option<String> {
     steps
         .iter()
         .filter(|s| s.role == Role::User && s.authorship == Authorship::Declared)
-        .find_map(|s| s.content.as_deref().and_then(content_text).filter(|t| !t.trim().is_empty()))
+        .find_map(|s| s.content.as_ref().and_then(crate::json::step_content_text).filter(|t| !t.trim().is_empty()))
 }
 
 fn task_of(steps: &[Step], sha: &str) -> Task {

@@ -375,8 +375,8 @@ fn push_extra(extra: &mut Extra, key: &str, v: Value) {
 /// The task: the text inside `<task>...</task>` of the first user step (the person's
 /// request), else its whole text; hashed into the key.
 fn task_of(steps: &[Step], sha: &str) -> Task {
-    let first = steps.iter().find(|s| s.role == Role::User).and_then(|s| s.content.as_deref());
-    let text = first.and_then(crate::json::content_text);
+    let first = steps.iter().find(|s| s.role == Role::User).and_then(|s| s.content.as_ref());
+    let text = first.and_then(crate::json::step_content_text);
     let instruction = text.map(|t| match (t.find("<task>"), t.find("</task>")) {
         (Some(a), Some(b)) if a < b => t[a + "<task>".len()..b].trim().to_string(),
         _ => t,

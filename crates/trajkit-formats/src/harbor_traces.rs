@@ -12,7 +12,7 @@ use trajkit_model::{
 
 use crate::harbor_trial::status_of;
 use crate::input::InputFile;
-use crate::json::{array_elements, content_text, take, take_nonempty_str};
+use crate::json::{array_elements, step_content_text, take, take_nonempty_str};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, schema, Problem, Reason};
 
@@ -227,8 +227,8 @@ fn task(row: &mut Map<String, Value>, steps: &[Step], sha: &str) -> Task {
     let instruction = steps
         .iter()
         .find(|s| s.role == Role::User)
-        .and_then(|s| s.content.as_deref())
-        .and_then(content_text)
+        .and_then(|s| s.content.as_ref())
+        .and_then(step_content_text)
         .filter(|t| !t.trim().is_empty());
     let name = take_nonempty_str(row, "task");
     Task::keyed(name.as_ref().map(|n| format!("harbor/{n}")), name, instruction, None, sha)

@@ -102,8 +102,8 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     let instruction = steps
         .iter()
         .find(|s| s.role == Role::User && !s.extra.contains_key("is_demo"))
-        .and_then(|s| s.content.as_deref())
-        .and_then(crate::json::content_text);
+        .and_then(|s| s.content.as_ref())
+        .and_then(crate::json::step_content_text);
     let task = Task {
         id: Some(instance.clone()),
         instruction,
