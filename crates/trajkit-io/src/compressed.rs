@@ -253,10 +253,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let text: Vec<u8> =
             (0..200_000u32).flat_map(|i| format!("{{\"step\":{},\"v\":{}}}\n", i % 977, i % 13).into_bytes()).collect();
-        let size = |name: &str, levels| written(dir.path(), name, levels, &[&text]);
-        assert_eq!(size("a.jsonl", Levels::FAST), text);
+        let write = |name: &str, levels| written(dir.path(), name, levels, &[&text]);
+        assert_eq!(write("a.jsonl", Levels::FAST), text);
         for name in ["a.jsonl.gz", "a.jsonl.zst"] {
-            let (fast, small) = (size(name, Levels::FAST), size(name, Levels::SMALL));
+            let (fast, small) = (write(name, Levels::FAST), write(name, Levels::SMALL));
             assert!(small.len() < fast.len(), "{name}: {} against {}", small.len(), fast.len());
             for bytes in [fast, small] {
                 let mut back = Vec::new();

@@ -12,8 +12,6 @@ use crate::OpsError;
 /// interrupted run never leaves a half-written file under the final name.
 pub struct AtomicOutput {
     writer: Writer,
-    /// The destination, named in errors.
-    target: std::path::PathBuf,
 }
 
 enum Writer {
@@ -32,14 +30,17 @@ impl AtomicOutput {
         } else {
             Writer::File(Box::new(CompressedFile::create(path, Levels::FAST).map_err(OpsError::write(path))?))
         };
-        Ok(AtomicOutput { writer, target: path.into() })
+        Ok(AtomicOutput { writer })
     }
 
     /// Finishes the compressed stream, then syncs and renames the file into place.
     pub fn finish(self) -> Result<(), OpsError> {
         match self.writer {
             Writer::Stdout(mut w) => w.flush().map_err(OpsError::write("-")),
-            Writer::File(w) => w.finish().map(|_| ()).map_err(OpsError::write(&self.target)),
+            Writer::File(w) => {
+                let target = w.target().to_path_buf();
+                w.finish().map(|_| ()).map_err(OpsError::write(&target))
+            }
         }
     }
 }
