@@ -232,8 +232,40 @@ where
         Ok(code) => code,
         Err(e) if crate::pipe::is_closed_pipe(&e) => 0,
         Err(e) => {
-            eprintln!("trajkit: error: {e:#}");
+            eprintln!("trajkit: error: {}", report(&e));
             2
         }
+    }
+}
+
+/// The error and its causes joined by `: `, as `{:#}` joins them, but a cause is left out
+/// where the text before it already ends with it: the typed errors put their I/O cause in
+/// their own message (`out.jsonl.zst: No space left on device`), which `{:#}` printed twice.
+fn report(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.ends_with(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
+}
+
+#[cfg(test)]
+mod report_tests {
+    /// Synthetic (the chain no fixture can make fail): a cause the message already names is
+    /// printed once, a context and a cause it does not name are both kept.
+    #[test]
+    fn a_cause_the_message_names_is_printed_once() {
+        let io = || std::io::Error::new(std::io::ErrorKind::StorageFull, "No space left on device");
+        let typed = trajkit_ops::OpsError::write("/dev/full")(io());
+        assert_eq!(super::report(&anyhow::Error::new(typed)), "/dev/full: No space left on device");
+        let context = anyhow::Error::new(io()).context("writing the gallery");
+        assert_eq!(super::report(&context), "writing the gallery: No space left on device");
     }
 }
