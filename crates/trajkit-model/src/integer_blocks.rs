@@ -15,17 +15,39 @@ const LONGEST_RUN: u32 = 15;
 /// leading zeros, separated by commas, with JSON whitespace anywhere between them. `None`
 /// for any other body, valid or not.
 pub(crate) fn count(body: &[u8]) -> Option<usize> {
+    walk(body, |_, _| {})
+}
+
+/// `count`, appending to `out` the body without its whitespace as it goes: the canonical
+/// JSON between the brackets, in the pass that checks it. When the answer is `None`, what
+/// was appended is left for the caller to cut.
+pub(crate) fn write(body: &[u8], out: &mut Vec<u8>) -> Option<usize> {
+    let compactor = byte_masks::Compactor::detect();
+    out.reserve(body.len());
+    walk(body, |block, ws| compactor.append_kept(block, !ws, out))
+}
+
+/// `count`'s pass, handing `each` every checked block with its whitespace mask.
+#[inline(always)]
+fn walk(body: &[u8], mut each: impl FnMut(&[u8; 64], u64)) -> Option<usize> {
     let mut state = State::default();
     let mut blocks = body.chunks_exact(64);
     for block in blocks.by_ref() {
-        state.block(Masks::of(block.try_into().ok()?))?;
+        let block: &[u8; 64] = block.try_into().ok()?;
+        let masks = Masks::of(block);
+        let ws = masks.ws;
+        state.block(masks)?;
+        each(block, ws);
     }
     let rest = blocks.remainder();
     if !rest.is_empty() {
         // Padded with spaces: whitespace after the last integer changes nothing.
         let mut last = [b' '; 64];
         last[..rest.len()].copy_from_slice(rest);
-        state.block(Masks::of(&last))?;
+        let masks = Masks::of(&last);
+        let ws = masks.ws;
+        state.block(masks)?;
+        each(&last, ws);
     }
     (state.seen && state.last_digit).then_some(state.commas + 1)
 }
@@ -140,6 +162,13 @@ mod tests {
     /// answered for every array of integers of up to `LONGEST_RUN` digits.
     fn agrees(body: &[u8]) -> bool {
         let n = count(body);
+        let mut written = b"[".to_vec();
+        assert_eq!(write(body, &mut written), n, "{:?}", String::from_utf8_lossy(body));
+        if n.is_some() {
+            let mut expected = b"[".to_vec();
+            expected.extend(body.iter().filter(|b| !matches!(b, b' ' | b'\n' | b'\r' | b'\t')));
+            assert_eq!(written, expected, "{:?}", String::from_utf8_lossy(body));
+        }
         let short = body.split(|b| !b.is_ascii_digit()).all(|run| run.len() <= LONGEST_RUN as usize);
         if n.is_some() || short {
             assert_eq!(n, reference(body), "{:?}", String::from_utf8_lossy(body));

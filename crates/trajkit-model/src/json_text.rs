@@ -178,13 +178,13 @@ fn non_digit_bytes(word: u64) -> u64 {
 fn write_flat_numbers(out: &mut Vec<u8>, text: &str) -> Option<()> {
     let start = out.len();
     out.push(b'[');
-    if let Some(body) = array_body(text).filter(|body| integer_blocks::count(body).is_some()) {
+    if let Some(body) = array_body(text) {
         // Integers only: the body without its whitespace is canonical.
-        for part in body.split(|b| is_ws(*b)) {
-            out.extend_from_slice(part);
+        if integer_blocks::write(body, out).is_some() {
+            out.push(b']');
+            return Some(());
         }
-        out.push(b']');
-        return Some(());
+        out.truncate(start + 1);
     }
     let mut written = true;
     let walked = each_plain_number(text, |place, token, integer| {
