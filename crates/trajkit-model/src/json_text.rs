@@ -174,15 +174,16 @@ fn non_digit_bytes(word: u64) -> u64 {
 /// Appends the canonical JSON of `text` when it is a flat array of plain numbers (see
 /// `flat_numbers`): integer tokens copied as they are, fractions re-printed as serde_json
 /// prints them. Token arrays kept as text are millions of numbers, and the generic writer
-/// reads each twice. `None`, with nothing appended, for any other text.
-fn write_flat_numbers(out: &mut Vec<u8>, text: &str) -> Option<()> {
+/// reads each twice. The array's count and whether all are integers, as `flat_numbers`
+/// answers; `None`, with nothing appended, for any other text.
+fn write_flat_numbers(out: &mut Vec<u8>, text: &str) -> Option<(usize, bool)> {
     let start = out.len();
     out.push(b'[');
     if let Some(body) = array_body(text) {
         // Integers only: the body without its whitespace is canonical.
-        if integer_blocks::write(body, out).is_some() {
+        if let Some(count) = integer_blocks::write(body, out) {
             out.push(b']');
-            return Some(());
+            return Some((count, true));
         }
         out.truncate(start + 1);
     }
@@ -197,12 +198,16 @@ fn write_flat_numbers(out: &mut Vec<u8>, text: &str) -> Option<()> {
             None => written = false,
         }
     });
-    if walked.is_none() || !written {
-        out.truncate(start);
-        return None;
+    match walked {
+        Some(found) if written => {
+            out.push(b']');
+            Some(found)
+        }
+        _ => {
+            out.truncate(start);
+            None
+        }
     }
-    out.push(b']');
-    Some(())
 }
 
 /// How far `split` takes a value apart.
@@ -232,8 +237,9 @@ pub enum Parts<'a> {
     Members(Vec<(Cow<'a, str>, Split<'a>)>),
     /// An array's elements.
     Elements(Vec<Split<'a>>),
-    /// A flat array of plain numbers (`Shape::Numbers`): how many, and whether all are integers.
-    Numbers { count: usize, integers: bool },
+    /// A flat array of plain numbers (`Shape::Numbers`): how many, whether all are integers,
+    /// and (`split_written`) its canonical form, written in the pass that checked it.
+    Numbers { count: usize, integers: bool, canonical: Option<Box<str>> },
     /// Kept whole, an object or array that `split_written` also wrote in canonical form.
     Canonical(Box<str>),
     /// Kept whole, a string `split_written` found in canonical form already (no escape the
@@ -289,8 +295,8 @@ impl<'a> Scanner<'a> {
                 })?;
                 Parts::Elements(elements)
             }
-            (Shape::Numbers, b'[') if enclosing < MAX_DEPTH => match self.flat_numbers() {
-                Some((count, integers)) => Parts::Numbers { count, integers },
+            (Shape::Numbers, b'[') if enclosing < MAX_DEPTH => match self.split_numbers() {
+                Some(numbers) => numbers,
                 None if self.writes_whole() => self.write_whole(text, enclosing)?,
                 None => {
                     self.value_in(enclosing)?;
@@ -332,11 +338,11 @@ impl<'a> Scanner<'a> {
         canonical.map(Parts::Canonical)
     }
 
-    /// The flat array of plain numbers at the scanner (at its `[`, as `flat_numbers` reads
-    /// it), passed: its count and whether all are integers; `None` (and not moved) for
-    /// anything else. Such an array's closing bracket is the next bracket, and nothing past
+    /// The text of what may be a flat array of plain numbers at the scanner (at its `[`):
+    /// up to its closing bracket, which for such an array is the next bracket. Nothing past
     /// the next bracket is looked at, so no byte is searched from two opening brackets.
-    fn flat_numbers(&mut self) -> Option<(usize, bool)> {
+    /// `None` when the text cannot be one.
+    fn numbers_text(&self) -> Option<&'a str> {
         let from = self.i + 1;
         let rest = self.b.get(from..)?;
         let first = rest.iter().position(|c| !is_ws(*c))?;
@@ -347,9 +353,34 @@ impl<'a> Scanner<'a> {
         if self.b.get(close) != Some(&b']') {
             return None;
         }
-        let found = flat_numbers(self.t.get(self.i..=close)?)?;
-        self.i = close + 1;
+        self.t.get(self.i..=close)
+    }
+
+    /// The flat array of plain numbers at the scanner (at its `[`, as `flat_numbers` reads
+    /// it), passed: its count and whether all are integers; `None` (and not moved) for
+    /// anything else.
+    fn flat_numbers(&mut self) -> Option<(usize, bool)> {
+        let array = self.numbers_text()?;
+        let found = flat_numbers(array)?;
+        self.i += array.len();
         Some(found)
+    }
+
+    /// `flat_numbers` for `split`: when the scanner writes, the array is written in
+    /// canonical form in the pass that checks it (`write_flat_numbers`), which the writer
+    /// then copies.
+    fn split_numbers(&mut self) -> Option<Parts<'a>> {
+        if self.written.is_none() {
+            let (count, integers) = self.flat_numbers()?;
+            return Some(Parts::Numbers { count, integers, canonical: None });
+        }
+        let array = self.numbers_text()?;
+        let out = self.written.as_mut()?;
+        out.clear();
+        let (count, integers) = write_flat_numbers(out, array)?;
+        let canonical = Some(std::str::from_utf8(out).ok()?.into());
+        self.i += array.len();
+        Some(Parts::Numbers { count, integers, canonical })
     }
 
     /// The items of a container whose opening bracket is behind, each read by `item`, up
@@ -602,10 +633,13 @@ impl<'a> Scanner<'a> {
             b'{' | b'[' if depth > MAX_DEPTH => None,
             b'{' => self.write_object(out, text, depth),
             b'[' => {
-                // A flat array of plain numbers (token ids) is checked and written whole.
-                let start = self.i;
-                if self.flat_numbers().is_some() {
-                    return write_flat_numbers(out, text.get(start..self.i)?);
+                // A flat array of plain numbers (token ids) is checked and written whole, in
+                // one pass.
+                if let Some(array) = self.numbers_text() {
+                    if write_flat_numbers(out, array).is_some() {
+                        self.i += array.len();
+                        return Some(());
+                    }
                 }
                 self.i += 1;
                 out.push(b'[');
@@ -1246,6 +1280,8 @@ mod tests {
         let cases = [
             ("[1, 2, 3]", Some((3, true))),
             ("[ 1.5 ,-2 ]", Some((2, false))),
+            ("[0.10, 2.50000, -0.30000000000000004, 1000000000000000.0]", Some((4, false))),
+            ("[\n  151644,\n  8948, 198,\t2610 ]", Some((4, true))),
             ("[]", Some((0, true))),
             ("[1e5]", None),
             ("[1, \"x]\"]", None),
@@ -1268,7 +1304,24 @@ mod tests {
                 let texts: Vec<_> = members.iter().map(|(k, v)| (k.to_string(), v.text)).collect();
                 assert_eq!(Some(texts), whole, "{text}");
                 match members[0].1.parts {
-                    Parts::Numbers { count, integers } => assert_eq!(Some((count, integers)), numbers, "{text}"),
+                    Parts::Numbers { count, integers, .. } => {
+                        assert_eq!(Some((count, integers)), numbers, "{text}")
+                    }
+                    _ => assert_eq!(None, numbers, "{text}: not split as numbers"),
+                }
+                // Split for writing: the same figures, and the canonical form the writer
+                // writes from the text.
+                let Some(Split { parts: Parts::Members(written), .. }) = split_written(&text, &SHAPE) else {
+                    panic!("{text}: split_written refused what split accepted");
+                };
+                match &written[0].1.parts {
+                    Parts::Numbers { count, integers, canonical: Some(canonical) } => {
+                        assert_eq!(Some((*count, *integers)), numbers, "{text}");
+                        let mut expected = Vec::new();
+                        write_canonical(&mut expected, written[0].1.text).expect("written");
+                        assert_eq!(canonical.as_bytes(), expected, "{text}");
+                    }
+                    Parts::Numbers { canonical: None, .. } => panic!("{text}: no canonical form"),
                     _ => assert_eq!(None, numbers, "{text}: not split as numbers"),
                 }
             }
@@ -1321,7 +1374,7 @@ mod tests {
                 Parts::Whole => out.push((split.text, None)),
                 Parts::Canonical(canonical) => out.push((split.text, Some(canonical))),
                 Parts::Verbatim => out.push((split.text, Some(split.text))),
-                Parts::Numbers { .. } => {}
+                Parts::Numbers { canonical, .. } => out.push((split.text, canonical.as_deref())),
             }
         }
         let nested = |n: usize, inner: &str| {

@@ -92,7 +92,9 @@ impl<'a> Node<'a> {
 #[inline]
 fn split_value(split: Split<'_>) -> LazyValue {
     match split.parts {
-        Parts::Canonical(canonical) => LazyValue::from_canonical(canonical),
+        Parts::Canonical(canonical) | Parts::Numbers { canonical: Some(canonical), .. } => {
+            LazyValue::from_canonical(canonical)
+        }
         Parts::Verbatim => LazyValue::from_canonical(split.text.into()),
         _ => LazyValue::from_checked(split.text.into()),
     }

@@ -517,7 +517,9 @@ fn number(v: &Split) -> Option<Value> {
 /// A value kept as its text.
 fn lazy(v: &Split) -> LazyValue {
     let parts = match &v.parts {
-        Parts::Canonical(canonical) => Parts::Canonical(canonical.clone()),
+        Parts::Canonical(canonical) | Parts::Numbers { canonical: Some(canonical), .. } => {
+            Parts::Canonical(canonical.clone())
+        }
         Parts::Verbatim => Parts::Verbatim,
         _ => Parts::Whole,
     };
