@@ -119,6 +119,15 @@ impl<'a> Peek<'a> {
         self.document.get_or_init(|| crate::json::parse_text_keeping(self.bytes)).as_ref().map(|p| &p.value)
     }
 
+    /// `document`, when a detector has parsed it already (or the first line is it): a
+    /// caller that can do with less than a parse asks this first.
+    pub fn parsed(&self) -> Option<&serde_json::Value> {
+        if self.first_line_is_document() {
+            return self.first_line;
+        }
+        self.document.get().and_then(Option::as_ref).map(|p| &p.value)
+    }
+
     /// True when the parsed first line is the parse of all the peek's bytes: nothing but
     /// JSON whitespace around it (the line splitting also skips form feeds, JSON does not).
     pub fn first_line_is_document(&self) -> bool {
