@@ -254,6 +254,21 @@ pub fn split<'a>(text: &'a str, shape: &Shape<'_>) -> Option<Split<'a>> {
     split_with(Scanner::new(text), shape)
 }
 
+/// Whether `split` took apart every value of the kind `shape` names: false where the depth
+/// limit kept one whole (a container at the deepest level the check allows), which a walk
+/// that must see every such value then reads another way.
+pub fn fully_split(split: &Split<'_>, shape: &Shape<'_>) -> bool {
+    match (shape, &split.parts) {
+        (Shape::Object(named), Parts::Members(members)) => members.iter().all(|(key, v)| {
+            named.iter().find(|(name, _)| *name == key.as_ref()).is_none_or(|(_, shape)| fully_split(v, shape))
+        }),
+        (Shape::Array(shape), Parts::Elements(items)) => items.iter().all(|v| fully_split(v, shape)),
+        (Shape::Object(_), _) => !split.text.starts_with('{'),
+        (Shape::Array(_), _) => !split.text.starts_with('['),
+        (Shape::Whole | Shape::Numbers, _) => true,
+    }
+}
+
 /// `split` for a record that will be written: each object or array kept whole is written in
 /// canonical form in the same pass that checks it (`Parts::Canonical`), and each string kept
 /// whole that is canonical already is marked so (`Parts::Verbatim`): the writer copies them
@@ -1340,6 +1355,16 @@ mod tests {
             assert_eq!(split(&text, &DEEP).is_some(), object_members(&text).is_some(), "depth {n}");
             assert_eq!(object_members(&text).is_some(), n <= MAX_DEPTH - 4, "depth {n}");
         }
+        // A shape as deep as the text: taken apart to the level before the deepest the
+        // check allows, and `fully_split` says where it was not.
+        static RECURSIVE: Shape<'static> = Shape::Array(&RECURSIVE);
+        for n in [1, MAX_DEPTH - 1, MAX_DEPTH] {
+            let text = format!("{}{}", "[".repeat(n), "]".repeat(n));
+            let whole = split(&text, &RECURSIVE).expect("within the limit");
+            assert_eq!(fully_split(&whole, &RECURSIVE), n < MAX_DEPTH, "depth {n}");
+        }
+        let kinds = split(r#"{"a": 1, "b": {"c": 2}}"#, &Shape::Object(&[("a", Shape::Array(&Shape::Whole))]));
+        assert!(fully_split(&kinds.expect("valid"), &Shape::Object(&[("a", Shape::Array(&Shape::Whole))])));
         let text = r#" {"a": [{"b": {"c": "\u00e9", "d": [1]}, "e": 2}, 3], "f": {"b": 1}} "#;
         let Some(Split { parts: Parts::Members(members), text: whole }) = split(text, &DEEP) else {
             panic!("accepted");

@@ -141,8 +141,8 @@ impl Reader for AtifReader {
 
     /// `detect` on the same bytes, without the parse: a first line or a whole document
     /// that is an object, classified by the same keys with the same layout. Declined
-    /// before tokenizing when no version can be there, and for a document that names
-    /// another file (its references need the parse, which then serves detection too).
+    /// before tokenizing when no version can be there. (A document that names another file
+    /// has its references walked from its text: `RefWalk::text`.)
     fn detect_top_level(&self, peek: &TopPeek) -> Option<Detection> {
         if !contains(peek.bytes, b"ATIF-v") {
             return None;
@@ -1862,13 +1862,15 @@ impl RefWalk<'_> {
     }
 
     /// `document` of the JSON text `bytes`, walked from `json_text::split`'s parts of the
-    /// members it reads (`REFERENCES`): about a fifth of an ATIF corpus names subagent
-    /// files, and building each one's `Value` for these few members was 2 % of its `build`.
-    /// Text the split refuses (it is stricter than serde_json on depth and lone surrogates)
-    /// is parsed into a `Value` as before.
+    /// members it reads (`REFERENCES`): a quarter of the benchmark's ATIF files name
+    /// subagent files, and building each one's `Value` for these few members was 2 % of its
+    /// `build`. Text the split refuses (it is stricter than serde_json on depth and lone
+    /// surrogates) or leaves a member of the walk whole (at its depth limit) is parsed into a
+    /// `Value` as before.
     fn text(&mut self, bytes: &[u8], from: &Path, dir: &Path, depth: usize) {
         let split = std::str::from_utf8(bytes).ok().and_then(|t| json_text::split(t, &REFERENCES));
-        match split {
+        // A reference at the deepest level the check allows is not taken apart.
+        match split.filter(|doc| json_text::fully_split(doc, &REFERENCES)) {
             Some(doc) => self.split_document(&doc, from, dir, None, depth),
             None => {
                 if let Ok(v) = serde_json::from_slice::<Value>(bytes) {
@@ -2153,5 +2155,20 @@ mod reference_walk_tests {
         std::fs::write(&path, &head).expect("written");
         let found = both(&input(&root, path), head.as_bytes());
         assert_eq!(found, [root.join("a.json"), root.join("d.json"), root.join("b.json"), root.join("c.json")]);
+        // A reference object at the deepest level the split's check allows (46 embedded
+        // subagents down: the 100th container), which the split keeps whole: still followed.
+        for levels in [45, 46] {
+            let mut doc = format!(
+                r#"{{"steps": [{{"observation": {{"results": [{{"subagent_trajectory_ref": [{}]}}]}}}}]}}"#,
+                reference("deep", r#""a.json""#)
+            );
+            for _ in 0..levels {
+                doc = format!(r#"{{"subagent_trajectories": [{doc}]}}"#);
+            }
+            let deep = doc.replacen('{', r#"{"schema_version": "ATIF-v1.6", "#, 1);
+            let path = root.join("deep.json");
+            std::fs::write(&path, &deep).expect("written");
+            assert_eq!(both(&input(&root, path), deep.as_bytes()), [root.join("a.json")], "{levels} levels");
+        }
     }
 }
