@@ -1516,17 +1516,21 @@ mod tests {
         }
     }
 
-    /// Synthetic: numbers in many spellings (a fixed-seed generator) are written as serde_json
-    /// reads and writes them.
-    #[test]
-    fn numbers_are_written_as_serde_json_writes_them() {
-        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = || {
+    /// A fixed-seed xorshift generator, for the synthetic cases.
+    fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+        move || {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
             state
-        };
+        }
+    }
+
+    /// Synthetic: numbers in many spellings (a fixed-seed generator) are written as serde_json
+    /// reads and writes them.
+    #[test]
+    fn numbers_are_written_as_serde_json_writes_them() {
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         let mut tokens = Vec::new();
         for _ in 0..3000 {
             let f = f64::from_bits(next());
@@ -1551,20 +1555,18 @@ mod tests {
     /// and 15), with trailing and leading zeros, and takes the ones it should.
     #[test]
     fn short_decimals_are_written_as_their_doubles_print() {
-        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         let (mut taken, mut left) = (0, 0);
         for _ in 0..200_000 {
             let r = next();
             let digit = |n: u64| (b'0' + (n % 10) as u8) as char;
             let mut int: String = (0..r % 18).map(|i| digit(next() >> (i % 7))).collect();
             if int.is_empty() || (int.len() > 1 && int.starts_with('0')) {
-                int = if r % 3 == 0 { "0".into() } else { format!("{}{}", 1 + r % 9, &int.get(1..).unwrap_or("")) };
+                int = if r.is_multiple_of(3) {
+                    "0".into()
+                } else {
+                    format!("{}{}", 1 + r % 9, &int.get(1..).unwrap_or(""))
+                };
             }
             let zeros = "0".repeat(((r >> 8) % 8) as usize);
             let tail: String = (0..(r >> 16) % 19).map(|_| digit(next())).collect();
