@@ -96,8 +96,12 @@ impl Compactor {
     /// The fastest this CPU has.
     pub(crate) fn detect() -> Self {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx512vbmi2") && std::arch::is_x86_feature_detected!("avx512bw") {
-            return Compactor::Compress;
+        {
+            use std::arch::is_x86_feature_detected as has;
+            // Every feature `append_compressed` enables (a hypervisor may report them apart).
+            if has!("avx512f") && has!("avx512bw") && has!("avx512vbmi2") {
+                return Compactor::Compress;
+            }
         }
         Compactor::Runs
     }
@@ -108,7 +112,7 @@ impl Compactor {
     pub(crate) fn append_kept(self, block: &[u8; 64], keep: u64, out: &mut Vec<u8>) {
         match self {
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: `detect` chose it on a CPU with AVX-512 BW and VBMI2.
+            // SAFETY: `detect` chose it on a CPU with AVX-512 F, BW and VBMI2.
             Compactor::Compress => unsafe { append_compressed(block, keep, out) },
             Compactor::Runs => append_runs(block, keep, out),
         }
