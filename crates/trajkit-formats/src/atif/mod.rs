@@ -1896,18 +1896,18 @@ impl RefWalk<'_> {
             _ => &[],
         };
         let own_ids: HashSet<String> =
-            embedded.iter().filter_map(|t| string(member(t, "trajectory_id")?)).map(Cow::into_owned).collect();
+            embedded.iter().filter_map(|t| text::req_str(member(t, "trajectory_id"))).map(Cow::into_owned).collect();
         let root_ids = root_ids.unwrap_or(&own_ids);
         let dir_real = input::RealDir::default();
         for step in elements(member(doc, "steps")) {
             let results = member(step, "observation").and_then(|o| member(o, "results"));
             for r in elements(results) {
                 for reference in elements(member(r, "subagent_trajectory_ref")) {
-                    let id = member(reference, "trajectory_id").and_then(string);
+                    let id = text::req_str(member(reference, "trajectory_id"));
                     if id.is_some_and(|id| own_ids.contains(id.as_ref()) || root_ids.contains(id.as_ref())) {
                         continue;
                     }
-                    if let Some(p) = member(reference, "trajectory_path").and_then(string) {
+                    if let Some(p) = text::req_str(member(reference, "trajectory_path")) {
                         self.file(from, (dir, &dir_real), &p, depth);
                     }
                 }
@@ -1916,7 +1916,7 @@ impl RefWalk<'_> {
         for t in embedded {
             self.split_document(t, from, dir, Some(root_ids), depth);
         }
-        if let Some(p) = member(doc, "continued_trajectory_ref").and_then(string) {
+        if let Some(p) = text::req_str(member(doc, "continued_trajectory_ref")) {
             self.file(from, (dir, &dir_real), &p, depth);
         }
     }
@@ -1953,11 +1953,6 @@ fn elements<'s, 'a>(v: Option<&'s Split<'a>>) -> &'s [Split<'a>] {
         Some(Parts::Elements(items)) => items,
         _ => &[],
     }
-}
-
-/// A split string's decoded text (`None` for any other kind).
-fn string<'a>(v: &Split<'a>) -> Option<Cow<'a, str>> {
-    v.text.starts_with('"').then(|| json_text::string_text(v.text)).flatten()
 }
 
 #[cfg(test)]

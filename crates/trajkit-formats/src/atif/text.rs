@@ -478,8 +478,8 @@ fn present(v: Option<&Split>) -> bool {
     v.is_some_and(|v| kind(v) != Kind::Null)
 }
 
-/// A required string, decoded.
-fn req_str<'a>(v: Option<&Split<'a>>) -> Option<Cow<'a, str>> {
+/// A required string, decoded (`None` for another kind; the reference walk's reading too).
+pub(super) fn req_str<'a>(v: Option<&Split<'a>>) -> Option<Cow<'a, str>> {
     json_text::string_text(v?.text)
 }
 
