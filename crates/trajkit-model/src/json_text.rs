@@ -274,7 +274,9 @@ pub fn fully_split(split: &Split<'_>, shape: &Shape<'_>) -> bool {
 /// whole that is canonical already is marked so (`Parts::Verbatim`): the writer copies them
 /// instead of reading their text a second time. Accepts exactly what `split` accepts.
 pub fn split_written<'a>(text: &'a str, shape: &Shape<'_>) -> Option<Split<'a>> {
-    split_with(Scanner { written: Some(Vec::new()), ..Scanner::new(text) }, shape)
+    // Sized for the record's text, which bounds what one value kept whole usually writes:
+    // grown from empty, the buffer was copied at each doubling, in every record.
+    split_with(Scanner { written: Some(Vec::with_capacity(text.len())), ..Scanner::new(text) }, shape)
 }
 
 fn split_with<'a>(mut s: Scanner<'a>, shape: &Shape<'_>) -> Option<Split<'a>> {
