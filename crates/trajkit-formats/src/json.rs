@@ -7,6 +7,7 @@ use std::ops::Range;
 use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
 use serde_json::{Map, Value};
+use trajkit_model::json_text::{self, Parts, Shape, Split};
 use trajkit_model::{Extra, LazyValue};
 
 use crate::rejection::{parse_record, schema, Problem};
@@ -401,13 +402,17 @@ pub(crate) fn is_array_document(bytes: &[u8]) -> bool {
 
 /// What detection needs of a JSON value without building it: whether it is an object,
 /// and its top-level keys in order, each with its value when that is a string.
-#[derive(Debug, Default, PartialEq)]
+#[derive(Default)]
 pub struct TopLevel<'a> {
     pub object: bool,
     members: Vec<(Cow<'a, str>, Option<Cow<'a, str>>)>,
+    /// The value as `json_text::split` took it apart, with the shape it was given (a
+    /// reader's walk of the same text reads it instead of splitting again); `None` where
+    /// serde_json decided.
+    split: Option<(Split<'a>, &'static Shape<'static>)>,
 }
 
-impl TopLevel<'_> {
+impl<'a> TopLevel<'a> {
     /// Whether the object has `key`.
     pub fn has(&self, key: &str) -> bool {
         self.members.iter().any(|(k, _)| k == key)
@@ -418,21 +423,35 @@ impl TopLevel<'_> {
     pub fn str(&self, key: &str) -> Option<&str> {
         self.members.iter().rev().find(|(k, _)| k == key).and_then(|(_, v)| v.as_deref())
     }
+
+    /// The split of the value when it was split with `shape` (this very static).
+    pub fn split_as(&self, shape: &'static Shape<'static>) -> Option<&Split<'a>> {
+        self.split.as_ref().filter(|(_, made)| std::ptr::eq(*made, shape)).map(|(split, _)| split)
+    }
 }
+
+/// The shape of [`top_level`]: an object's members, each kept whole.
+pub static TOP_MEMBERS: Shape<'static> = Shape::Object(&[]);
 
 /// `bytes` read as [`TopLevel`] when they are UTF-8 and one valid JSON value. The whole
 /// value is tokenized as serde_json parses a `Value` (the same recursion limit, number
 /// range and string escapes), so this is `Some` exactly when [`parse_text`] into a
 /// `Value` is; nothing below the top level is built, which costs a third of that parse.
 pub fn top_level(bytes: &[u8]) -> Option<TopLevel<'_>> {
+    top_level_as(bytes, &TOP_MEMBERS)
+}
+
+/// [`top_level`], with the value taken apart as `shape` says and kept
+/// ([`TopLevel::split_as`]) when `json_text` accepts it.
+pub fn top_level_as<'a>(bytes: &'a [u8], shape: &'static Shape<'static>) -> Option<TopLevel<'a>> {
     let text = std::str::from_utf8(bytes).ok()?;
     // Text `json_text` accepts serde_json parses to the same members, and its check is
     // several times faster; what it refuses (deep nesting, lone surrogates, extreme
     // numbers, any error) serde_json decides.
-    if let Some(split) = trajkit_model::json_text::split(text, &trajkit_model::json_text::Shape::Object(&[])) {
-        let trajkit_model::json_text::Parts::Members(members) = split.parts else { return Some(TopLevel::default()) };
-        let members = members.into_iter().map(|(k, v)| (k, trajkit_model::json_text::string_text(v.text))).collect();
-        return Some(TopLevel { object: true, members });
+    if let Some(split) = json_text::split(text, shape) {
+        let Parts::Members(members) = &split.parts else { return Some(TopLevel::default()) };
+        let members = members.iter().map(|(k, v)| (k.clone(), json_text::string_text(v.text))).collect();
+        return Some(TopLevel { object: true, members, split: Some((split, shape)) });
     }
     let mut de = serde_json::Deserializer::from_str(text);
     let top = serde::Deserializer::deserialize_any(&mut de, TopVisitor).ok()?;
@@ -455,7 +474,7 @@ impl<'de> Visitor<'de> for TopVisitor {
         while let Some(key) = map.next_key_seed(StrSeed)? {
             members.push((key.unwrap_or_default(), map.next_value_seed(StrSeed)?));
         }
-        Ok(TopLevel { object: true, members })
+        Ok(TopLevel { object: true, members, split: None })
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {

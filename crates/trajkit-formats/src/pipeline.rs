@@ -697,12 +697,12 @@ fn plan(file: InputFile, forced: Option<&'static dyn Reader>, limit: usize, earl
     // Nothing will read a parse of the peek (no early record): a claim the top level
     // settles (an ATIF version) is made without building the document.
     let unparsed = early.is_none() && forced.is_none() && !plan.parquet && !plan.file.is_stdin();
-    if let Some((r, d, multi)) = unparsed.then(|| decisive_top_level(&peek, &name)).flatten() {
+    let top = TopPeek::new(&peek, &name);
+    if let Some((r, d, multi)) = unparsed.then(|| decisive_top_level(&top)).flatten() {
         plan.layout = d.layout;
         plan.reader = Some(r);
         if whole {
-            let view = Peek::new(&peek, &name, None, multi);
-            plan.references = Some(r.referenced_files_in(&plan.file, plan.layout, &view));
+            plan.references = Some(r.referenced_files_top(&plan.file, plan.layout, &top, multi));
         }
         return plan;
     }
@@ -878,11 +878,10 @@ fn best(peek: &Peek) -> Option<(&'static dyn Reader, Detection)> {
 /// The claim `best` would settle on when a reader's `detect_top_level` makes it: above
 /// every other reader's bound. With whether more lines follow a first line that parses
 /// (`Peek::multi_line_records`).
-fn decisive_top_level(peek: &[u8], name: &str) -> Option<(&'static dyn Reader, Detection, bool)> {
-    let view = TopPeek::new(peek, name);
+fn decisive_top_level(view: &TopPeek) -> Option<(&'static dyn Reader, Detection, bool)> {
     let readers = registry::all();
     let (r, d) = readers.iter().enumerate().find_map(|(i, &r)| {
-        let d = r.detect_top_level(&view)?;
+        let d = r.detect_top_level(view)?;
         let others = readers.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, o)| o.max_confidence());
         others.max().is_none_or(|bound| d.confidence > bound).then_some((r, d))
     })?;
@@ -1773,7 +1772,8 @@ mod tests {
             let (line, multi) = first_line(&peek);
             let view = Peek::new(&peek, &name, line.as_ref().map(|p| &p.value), multi);
             let full = best(&view);
-            let Some((r, d, top_multi)) = decisive_top_level(&peek, &name) else {
+            let top = TopPeek::new(&peek, &name);
+            let Some((r, d, top_multi)) = decisive_top_level(&top) else {
                 let atif = full.as_ref().is_some_and(|(r, d)| r.name() == "atif" && d.confidence >= 97);
                 assert!(!atif, "{}: a decisive ATIF claim missed", f.display);
                 continue;
@@ -1781,7 +1781,7 @@ mod tests {
             settled += 1;
             assert_eq!(Some((r.name(), &d)), full.as_ref().map(|(r, d)| (r.name(), d)), "{}", f.display);
             assert_eq!(top_multi, multi, "{}", f.display);
-            let refs = r.referenced_files_in(&f, d.layout, &Peek::new(&peek, &name, None, top_multi));
+            let refs = r.referenced_files_top(&f, d.layout, &top, top_multi);
             view.document();
             assert_eq!(refs, r.referenced_files_in(&f, d.layout, &view), "{}", f.display);
             naming += usize::from(!refs.is_empty());
@@ -1808,7 +1808,7 @@ mod tests {
         ];
         for (text, name, want) in cases {
             let peek = text.as_bytes();
-            let got = decisive_top_level(peek, name);
+            let got = decisive_top_level(&TopPeek::new(peek, name));
             assert_eq!(got.as_ref().map(|(_, d, _)| d.layout), want, "{text:?}");
             let (line, multi) = first_line(peek);
             let full = best(&Peek::new(peek, name, line.as_ref().map(|p| &p.value), multi));

@@ -63,7 +63,21 @@ impl<'a> TopPeek<'a> {
     /// parses, or when the peek starts with a blank JSON does not allow (a form feed), which
     /// `Peek` and `json::top_level` would treat apart.
     pub fn top(&self) -> Option<&(crate::json::TopLevel<'a>, TopOf)> {
-        self.top.get_or_init(|| top_of(self.bytes)).as_ref()
+        self.top_as(&crate::json::TOP_MEMBERS)
+    }
+
+    /// `top`, with the value taken apart as `shape` says (`json::top_level_as`) when this
+    /// is the first ask; a later ask gets the first's, whatever its shape.
+    pub fn top_as(
+        &self,
+        shape: &'static trajkit_model::json_text::Shape<'static>,
+    ) -> Option<&(crate::json::TopLevel<'a>, TopOf)> {
+        self.top.get_or_init(|| top_of(self.bytes, shape)).as_ref()
+    }
+
+    /// The top level a reader's ask has read already, if one has.
+    pub fn top_read(&self) -> Option<&(crate::json::TopLevel<'a>, TopOf)> {
+        self.top.get().and_then(Option::as_ref)
     }
 }
 
@@ -78,16 +92,19 @@ pub(crate) fn first_line_span(peek: &[u8]) -> (&[u8], bool) {
     }
 }
 
-fn top_of(peek: &[u8]) -> Option<(crate::json::TopLevel<'_>, TopOf)> {
+fn top_of<'a>(
+    peek: &'a [u8],
+    shape: &'static trajkit_model::json_text::Shape<'static>,
+) -> Option<(crate::json::TopLevel<'a>, TopOf)> {
     // A blank JSON does not allow (a form feed) is skipped by `first_line_span`, not by the
     // parse of the whole peek: such a peek is detected as usual.
     if !peek.iter().take_while(|b| b.is_ascii_whitespace()).all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')) {
         return None;
     }
     let (line, more) = first_line_span(peek);
-    match crate::json::top_level(line) {
+    match crate::json::top_level_as(line, shape) {
         Some(top) => Some((top, TopOf::FirstLine { multi: more })),
-        None => Some((crate::json::top_level(peek)?, TopOf::Document)),
+        None => Some((crate::json::top_level_as(peek, shape)?, TopOf::Document)),
     }
 }
 
@@ -299,6 +316,13 @@ pub trait Reader: Send + Sync {
     /// document, instead of reading and parsing the file again.
     fn referenced_files_in(&self, file: &InputFile, layout: Layout, _whole: &Peek) -> Vec<PathBuf> {
         self.referenced_files(file, layout)
+    }
+
+    /// `referenced_files_in` for a whole file this reader claimed by `detect_top_level`
+    /// (`multi`: more lines follow a first line that parses): a reader may walk what its
+    /// claim read of the peek (`TopPeek::top_read`) instead of reading the bytes again.
+    fn referenced_files_top(&self, file: &InputFile, layout: Layout, whole: &TopPeek, multi: bool) -> Vec<PathBuf> {
+        self.referenced_files_in(file, layout, &Peek::new(whole.bytes, whole.name, None, multi))
     }
 
     /// For document files that hold several trajectories (a JSON array of them): the byte

@@ -113,6 +113,14 @@ fn is_ws(c: u8) -> bool {
     matches!(c, b' ' | b'\n' | b'\r' | b'\t')
 }
 
+/// `bytes` without the blanks JSON allows around a value at either end: the span a split
+/// of a whole text covers.
+pub fn trim_blanks(bytes: &[u8]) -> &[u8] {
+    let start = bytes.iter().position(|c| !is_ws(*c)).unwrap_or(bytes.len());
+    let end = bytes.iter().rposition(|c| !is_ws(*c)).map_or(start, |i| i + 1);
+    &bytes[start..end]
+}
+
 fn skip_ws(b: &[u8], mut i: usize) -> usize {
     while b.get(i).is_some_and(|c| is_ws(*c)) {
         i += 1;

@@ -147,7 +147,10 @@ impl Reader for AtifReader {
         if !contains(peek.bytes, b"ATIF-v") {
             return None;
         }
-        let (top, of) = peek.top()?;
+        // A document naming another file is split as the reference walk reads it, which
+        // `referenced_files_top` then walks; one naming none needs its top level only.
+        let shape = if names_a_file(peek.bytes) { &REFERENCES } else { &NAMES_NO_FILE };
+        let (top, of) = peek.top_as(shape)?;
         let keys = Keys { agent: top.has("agent"), steps: top.has("steps"), version: top.str("schema_version") };
         let layout = match *of {
             TopOf::FirstLine { multi } => line_layout(multi, peek.name),
@@ -183,10 +186,29 @@ impl Reader for AtifReader {
         }
         // A parse a detector made is walked; none is made for the walk alone.
         let parsed = match layout {
-            Layout::Document => peek.parsed(),
-            Layout::Lines => peek.first_line,
+            Layout::Document => peek.parsed().map(Made::Value),
+            Layout::Lines => peek.first_line.map(Made::Value),
         };
         references(file, layout, peek.bytes, parsed)
+    }
+
+    /// The walk of the split `detect_top_level` made of a whole document (its shape says
+    /// whether the document names a file at all); anything else as `referenced_files_in`.
+    fn referenced_files_top(&self, file: &InputFile, layout: Layout, whole: &TopPeek, multi: bool) -> Vec<PathBuf> {
+        if let Some((top, of)) = whole.top_read() {
+            if top.split_as(&NAMES_NO_FILE).is_some() {
+                return Vec::new();
+            }
+            // The split of a first line stands for the document when nothing but JSON's
+            // blanks surrounds it (a form feed after it leaves the document unparsable).
+            let text = json_text::trim_blanks(whole.bytes);
+            let spans = |split: &&Split| std::ptr::eq(text, split.text.as_bytes());
+            let document = layout == Layout::Document && *of != (TopOf::FirstLine { multi: true });
+            if let Some(split) = top.split_as(&REFERENCES).filter(|split| document && spans(split)) {
+                return references(file, layout, whole.bytes, Some(Made::Split(split)));
+            }
+        }
+        self.referenced_files_in(file, layout, &Peek::new(whole.bytes, whole.name, None, multi))
     }
 
     /// The common document straight from its text (`text::read`); any other through
@@ -269,10 +291,18 @@ fn hold_token_arrays(value: &Value, kept: &mut Kept) {
 /// The step metrics that hold token ids or log probabilities.
 const TOKEN_KEYS: [&str; 3] = ["prompt_token_ids", "completion_token_ids", "logprobs"];
 
+/// What detection made of a document's text: its parse, or its split by `REFERENCES`.
+#[derive(Clone, Copy)]
+enum Made<'x, 'a> {
+    Value(&'x Value),
+    Split(&'x Split<'a>),
+}
+
 /// The files that the ATIF documents in `bytes` reference (subagent trajectories and
-/// continuations). `parsed` is the first document already parsed by detection, if it was.
-fn references(file: &InputFile, layout: Layout, bytes: &[u8], parsed: Option<&Value>) -> Vec<PathBuf> {
-    if !names_a_file(bytes) {
+/// continuations). `made` is what detection made of the first document, if anything.
+fn references(file: &InputFile, layout: Layout, bytes: &[u8], made: Option<Made>) -> Vec<PathBuf> {
+    // A split by `REFERENCES` was made only of a document that names a file.
+    if !matches!(made, Some(Made::Split(_))) && !names_a_file(bytes) {
         return Vec::new();
     }
     let dir = file_dir(file);
@@ -287,8 +317,9 @@ fn references(file: &InputFile, layout: Layout, bytes: &[u8], parsed: Option<&Va
         if layout == Layout::Lines && !names_a_file(doc) {
             continue;
         }
-        match parsed.filter(|_| i == 0) {
-            Some(v) => walk.document(v, &me, &dir, None, 0),
+        match made.filter(|_| i == 0) {
+            Some(Made::Value(v)) => walk.document(v, &me, &dir, None, 0),
+            Some(Made::Split(split)) => walk.text_split(doc, Some(split), &me, &dir, 0),
             None => walk.text(doc, &me, &dir, 0),
         }
     }
@@ -1869,9 +1900,14 @@ impl RefWalk<'_> {
     /// `Value` as before.
     fn text(&mut self, bytes: &[u8], from: &Path, dir: &Path, depth: usize) {
         let split = std::str::from_utf8(bytes).ok().and_then(|t| json_text::split(t, &REFERENCES));
+        self.text_split(bytes, split.as_ref(), from, dir, depth);
+    }
+
+    /// `text` with the split of `bytes` by `REFERENCES` made already (`None`: refused).
+    fn text_split(&mut self, bytes: &[u8], split: Option<&Split>, from: &Path, dir: &Path, depth: usize) {
         // A reference at the deepest level the check allows is not taken apart.
         match split.filter(|doc| json_text::fully_split(doc, &REFERENCES)) {
-            Some(doc) => self.split_document(&doc, from, dir, None, depth),
+            Some(doc) => self.split_document(doc, from, dir, None, depth),
             None => {
                 if let Ok(v) = serde_json::from_slice::<Value>(bytes) {
                     self.document(&v, from, dir, None, depth);
@@ -1921,6 +1957,10 @@ impl RefWalk<'_> {
         }
     }
 }
+
+/// The top level `detect_top_level` reads of a document that names no other file (its
+/// own static, so that a split made with it says so).
+static NAMES_NO_FILE: Shape<'static> = Shape::Object(&[]);
 
 /// What the reference walk reads of a document, for `json_text::split`: embedded
 /// subagents (documents of the same shape), and the subagent references in the steps'
@@ -2082,16 +2122,25 @@ mod tests {
 mod reference_walk_tests {
     use std::path::{Path, PathBuf};
 
-    use super::{references, InputFile, Layout};
+    use super::{references, AtifReader, InputFile, Layout, Made};
+    use crate::reader::{Reader, TopPeek};
 
-    /// The files `bytes` (a document of `file`) references, walked from its `Value` and
-    /// from its split text; both must agree.
+    /// The files `bytes` (a document of `file`) references, walked from its `Value`, from
+    /// its split text, and from the split top-level detection made; all must agree.
     fn both(file: &InputFile, bytes: &[u8]) -> Vec<PathBuf> {
         let value: serde_json::Value = serde_json::from_slice(bytes).expect("JSON");
-        let from_value = references(file, Layout::Document, bytes, Some(&value));
+        let from_value = references(file, Layout::Document, bytes, Some(Made::Value(&value)));
         let from_text = references(file, Layout::Document, bytes, None);
         assert_eq!(from_text, from_value, "{}", file.display);
+        assert_eq!(from_top(file, bytes), from_value, "{}", file.display);
         from_text
+    }
+
+    /// The files found from what `detect_top_level` read of `bytes`.
+    fn from_top(file: &InputFile, bytes: &[u8]) -> Vec<PathBuf> {
+        let top = TopPeek::new(bytes, "x.json");
+        AtifReader.detect_top_level(&top);
+        AtifReader.referenced_files_top(file, Layout::Document, &top, false)
     }
 
     fn input(root: &Path, path: PathBuf) -> InputFile {
@@ -2165,5 +2214,13 @@ mod reference_walk_tests {
             std::fs::write(&path, &deep).expect("written");
             assert_eq!(both(&input(&root, path), deep.as_bytes()), [root.join("a.json")], "{levels} levels");
         }
+        // A first line split whole by detection, with a form feed after it: the document
+        // does not parse, so it names nothing, as its text walked alone says.
+        let named = r#"{"schema_version": "ATIF-v1.6", "continued_trajectory_ref": "a.json"}"#;
+        let path = root.join("fed.json");
+        assert_eq!(from_top(&input(&root, path.clone()), format!("{named}\n").as_bytes()), [root.join("a.json")]);
+        let fed = format!("{named}\n\x0c");
+        assert_eq!(from_top(&input(&root, path.clone()), fed.as_bytes()), Vec::<PathBuf>::new());
+        assert_eq!(references(&input(&root, path), Layout::Document, fed.as_bytes(), None), Vec::<PathBuf>::new());
     }
 }
