@@ -600,7 +600,7 @@ impl<'de> Visitor<'de> for Skip {
 #[cfg(test)]
 mod tests {
     use super::array_elements as elements;
-    use super::{object_members, parse_text, top_level, Map, Value};
+    use super::{object_members, parse_text, top_level, top_level_as, Map, Shape, Value, TOP_MEMBERS};
 
     /// A content read from its text gives what `content_text` gives of its parsed value:
     /// escapes and surrogate pairs decoded, parts joined, nothing for other kinds.
@@ -713,10 +713,18 @@ mod tests {
             texts.extend(bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()).take(50).map(<[u8]>::to_vec));
             texts.push(bytes);
         }
+        // A shape that takes objects and arrays apart at every level (`top_level_as`).
+        static DEEP: Shape<'static> = Shape::Object(&[("steps", Shape::Array(&DEEP)), ("a", Shape::Array(&DEEP))]);
         for t in &texts {
             let value: Option<Value> = parse_text(t);
             let top = top_level(t);
             assert_eq!(top.is_some(), value.is_some(), "{}", String::from_utf8_lossy(t));
+            let deep = top_level_as(t, &DEEP);
+            assert_eq!(deep.is_some(), value.is_some(), "{}", String::from_utf8_lossy(t));
+            if let (Some(top), Some(deep)) = (&top, &deep) {
+                assert_eq!((top.object, &top.members), (deep.object, &deep.members));
+                assert_eq!(deep.split_as(&DEEP).is_some(), top.split_as(&TOP_MEMBERS).is_some());
+            }
             let (Some(top), Some(value)) = (top, value) else { continue };
             assert_eq!(top.object, value.is_object());
             for (k, v) in value.as_object().into_iter().flatten() {

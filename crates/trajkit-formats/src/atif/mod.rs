@@ -142,7 +142,7 @@ impl Reader for AtifReader {
     /// `detect` on the same bytes, without the parse: a first line or a whole document
     /// that is an object, classified by the same keys with the same layout. Declined
     /// before tokenizing when no version can be there. (A document that names another file
-    /// has its references walked from its text: `RefWalk::text`.)
+    /// is split for its reference walk too: `referenced_files_top`.)
     fn detect_top_level(&self, peek: &TopPeek) -> Option<Detection> {
         if !contains(peek.bytes, b"ATIF-v") {
             return None;
@@ -195,15 +195,16 @@ impl Reader for AtifReader {
     /// The walk of the split `detect_top_level` made of a whole document (its shape says
     /// whether the document names a file at all); anything else as `referenced_files_in`.
     fn referenced_files_top(&self, file: &InputFile, layout: Layout, whole: &TopPeek, multi: bool) -> Vec<PathBuf> {
-        if let Some((top, of)) = whole.top_read() {
+        if let Some((top, _)) = whole.top_read() {
             if top.split_as(&NAMES_NO_FILE).is_some() {
                 return Vec::new();
             }
             // The split of a first line stands for the document when nothing but JSON's
-            // blanks surrounds it (a form feed after it leaves the document unparsable).
+            // blanks surrounds it (a form feed after it leaves the document unparsable; a
+            // line after it is another record).
             let text = json_text::trim_blanks(whole.bytes);
             let spans = |split: &&Split| std::ptr::eq(text, split.text.as_bytes());
-            let document = layout == Layout::Document && *of != (TopOf::FirstLine { multi: true });
+            let document = layout == Layout::Document;
             if let Some(split) = top.split_as(&REFERENCES).filter(|split| document && spans(split)) {
                 return references(file, layout, whole.bytes, Some(Made::Split(split)));
             }
