@@ -254,12 +254,7 @@ fn step(s: &Split, i: usize) -> Option<Step> {
 /// Whether a step's `extra` says `is_sidechain: true` (the last of the name, as serde_json
 /// keeps it).
 fn is_sidechain(extra: &Split) -> bool {
-    match &extra.parts {
-        Parts::Members(members) => {
-            members.iter().rev().find(|(k, _)| k == "is_sidechain").is_some_and(|(_, v)| v.text == "true")
-        }
-        _ => false,
-    }
+    super::member(extra, "is_sidechain").is_some_and(|v| v.text == "true")
 }
 
 /// A tool call, checked as `Validator::tool_call` checks it and mapped as `map_call` maps it.
