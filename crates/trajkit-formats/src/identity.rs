@@ -4,8 +4,8 @@
 //! bytes lie in a plain file, by a fast hash and its place in the file: equal hashes are
 //! then settled by reading both records again and comparing their bytes.
 
+use foldhash::{HashMap, HashSet};
 use std::collections::hash_map::Entry;
-use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::sync::Arc;
 

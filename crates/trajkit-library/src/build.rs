@@ -3,7 +3,7 @@
 //! directory and swapped into place only when complete. Three phases, whether on one
 //! machine or on a cluster: `plan`, `partial`, `finalize` (docs/scale-out.md).
 
-use std::collections::HashSet;
+use foldhash::HashSet;
 use std::path::{Path, PathBuf};
 
 use trajkit_formats::FileReport;

@@ -111,8 +111,8 @@ impl Reason {
 /// The signatures finalize collects, one entry per distinct key, instruction and pair.
 #[derive(Default)]
 pub struct Collector {
-    keys: HashMap<String, u32>,
-    instructions: HashMap<String, u32>,
+    keys: foldhash::HashMap<String, u32>,
+    instructions: foldhash::HashMap<String, u32>,
     /// Per instruction id, where its shingles lie in `spill` (`None` until a record carrying
     /// them is seen). Held in memory they were most of finalize's growth on a corpus of
     /// distinct instructions.
@@ -124,7 +124,7 @@ pub struct Collector {
     /// Reused for a spill entry's bytes.
     buf: Vec<u8>,
     /// (key id, instruction id or `u32::MAX`) -> its pair number.
-    pairs: HashMap<(u32, u32), u32>,
+    pairs: foldhash::HashMap<(u32, u32), u32>,
     /// Per pair number: an `evaluation_only` trajectory has it.
     evaluation: Vec<bool>,
 }

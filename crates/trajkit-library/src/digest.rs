@@ -2,7 +2,7 @@
 //! case, as its digit count and packed digits instead of a `String` and its text. The sets
 //! and maps keyed by digest span the whole read of a local build, one entry per distinct
 //! interaction or instruction, so their size is how `build`'s memory grows with the corpus.
-use std::collections::HashMap;
+use foldhash::HashMap;
 #[cfg(test)]
 use std::collections::HashSet;
 use std::fmt;

@@ -274,7 +274,7 @@ impl Merge {
         send_header(&index, registry, opts);
         Ok(Merge {
             index,
-            ids: HashMap::new(),
+            ids: IdCounts::default(),
             ordinal: 0,
             shards: 0,
             reports: crate::coverage::Collector::in_dir(staging),

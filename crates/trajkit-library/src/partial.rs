@@ -6,7 +6,7 @@
 //! A partial is written in a temporary sibling and renamed into place, replacing any
 //! earlier attempt's: a retried task never appends. Format: docs/scale-out.md.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 use std::fs::File;
 use std::hash::{Hash, Hasher};
 use std::io::{BufWriter, Write};

@@ -2,7 +2,9 @@
 //! structural validity, action/observation completeness, eligibility and the quality
 //! tier. The policy is documented in docs/quality.md; change both together.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
+
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 
 use trajkit_model::{GapKind, Role, Status, Step, Trajectory, Verification};
 

@@ -2,7 +2,7 @@
 //! whatever their ids, rewards, usage, timings or unmapped fields say (docs/library.md,
 //! "Duplicate groups"). Exact-duplicate groups of the library are keyed by it.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
