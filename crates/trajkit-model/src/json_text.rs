@@ -769,36 +769,54 @@ impl<'a> Scanner<'a> {
     }
 
     /// Closes the object written from `object` in `out`; when its member names (`members`
-    /// above `base`) were not strictly increasing, writes it again sorted, through the reused
-    /// `reordered` buffer.
+    /// above `base`) were not strictly increasing, writes it again sorted. The largest value
+    /// (most often the one long text) is moved once, within `out`; the other members are
+    /// assembled around its place in the reused `reordered` buffer and copied back. Copying
+    /// the whole object out and back moved each byte of a nested object twice per level.
     fn reorder(&mut self, out: &mut Vec<u8>, object: usize, base: usize) -> Option<()> {
         let members = self.members.get_mut(base..)?;
         if members.windows(2).all(|w| w[0].0 < w[1].0) {
             out.push(b'}');
             return Some(());
         }
-        let mut written = std::mem::take(&mut self.reordered);
-        written.clear();
-        written.extend_from_slice(out.get(object..)?);
-        out.truncate(object);
         // Stable: of members with one name, the last in the text is the last in its run.
         members.sort_by(|a, b| a.0.cmp(&b.0));
-        out.push(b'{');
-        let mut first = true;
-        for (n, (key, range)) in members.iter().enumerate() {
-            if members.get(n + 1).is_some_and(|next| next.0 == *key) {
-                continue;
+        let members = &*members;
+        let kept = |n: usize| members.get(n + 1).is_none_or(|next| next.0 != members[n].0);
+        let largest = (0..members.len()).filter(|&n| kept(n)).max_by_key(|&n| members[n].1.len())?;
+        let mut pieces = std::mem::take(&mut self.reordered);
+        pieces.clear();
+        pieces.push(b'{');
+        let mut gap = 0;
+        for (n, (key, range)) in members.iter().enumerate().filter(|&(n, _)| kept(n)) {
+            if pieces.len() > 1 {
+                pieces.push(b',');
             }
-            if !first {
-                out.push(b',');
+            write_key(&mut pieces, key, matches!(key, Cow::Owned(_)));
+            pieces.push(b':');
+            if n == largest {
+                gap = pieces.len();
+            } else {
+                pieces.extend_from_slice(out.get(range.clone())?);
             }
-            first = false;
-            write_key(out, key, matches!(key, Cow::Owned(_)));
-            out.push(b':');
-            out.extend_from_slice(written.get(range.start - object..range.end - object)?);
         }
-        out.push(b'}');
-        self.reordered = written;
+        pieces.push(b'}');
+        let moved = members[largest].1.clone();
+        let (before, after) = pieces.split_at(gap);
+        // Sorted, the object is at most one byte (its `}`) longer than as written.
+        let end = object + pieces.len() + moved.len();
+        if out.len() < end {
+            out.resize(end, 0);
+        }
+        let at = object + gap;
+        if moved.end > out.len() || at + moved.len() > end {
+            return None;
+        }
+        out.copy_within(moved.clone(), at);
+        out.get_mut(object..at)?.copy_from_slice(before);
+        out.get_mut(at + moved.len()..end)?.copy_from_slice(after);
+        out.truncate(end);
+        self.reordered = pieces;
         Some(())
     }
 
@@ -1138,6 +1156,34 @@ mod tests {
 
     fn refused(text: &str) {
         assert_eq!(object_members(text), None, "{text}");
+    }
+
+    /// Synthetic: objects written out of order, sorted as serde_json sorts them, with the
+    /// largest value (the one moved in place) first, last, between the others, a repeated
+    /// name (its earlier, larger value dropped), and out-of-order objects nested in it.
+    #[test]
+    fn out_of_order_objects_are_sorted_around_their_largest_value() {
+        let long = |c: char| format!("\"{}\"", c.to_string().repeat(300));
+        let inner = r#"{"z": [1, {"y": 2, "x": "\u00e9"}], "b": {"d": 1, "c": 2}}"#;
+        let values = [long('L'), "1".to_string(), inner.to_string(), "[3, {\"q\": 4, \"p\": 5}]".to_string()];
+        let names = ["m", "a", "z", "k\\\"ey", "\\u00e9"];
+        let mut texts = Vec::new();
+        for rotation in 0..names.len() {
+            for place in 0..values.len() {
+                let mut values = values.to_vec();
+                values.swap(0, place);
+                let members: Vec<String> = (0..values.len())
+                    .map(|i| format!("\"{}\": {}", names[(i + rotation) % names.len()], values[i]))
+                    .collect();
+                texts.push(format!("{{{}}}", members.join(", ")));
+                // The first member's name again at the end: its first value (the long one, once) is dropped.
+                texts.push(format!("{{{}, \"{}\": 0}}", members.join(", "), names[rotation]));
+                texts.push(format!("{{\"w\": {{{}}}, \"v\": {}}}", members.join(","), long('S')));
+            }
+        }
+        for text in &texts {
+            accepted(text);
+        }
     }
 
     /// Synthetic: each JSON rule the check enforces, one text each.
