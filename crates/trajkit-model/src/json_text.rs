@@ -475,7 +475,8 @@ struct Scanner<'a> {
     /// The member names of the objects being written and their values' ranges in the output,
     /// innermost object last: one buffer for every object instead of one per object.
     members: Vec<(Cow<'a, str>, std::ops::Range<usize>)>,
-    /// An unsorted object's text while it is written again in order (reused likewise).
+    /// An out-of-order object's members other than its largest value, in name order, while
+    /// it is sorted (`reorder`; reused likewise).
     reordered: Vec<u8>,
 }
 
