@@ -8,7 +8,8 @@
 use sha2::{Digest, Sha256};
 
 /// The SHA-256 digest of each message (the concatenation of its pieces) into `out`, in order:
-/// two at a time side by side, the next message starting on whichever side ends first.
+/// two at a time side by side, longest first, the next message starting on whichever side
+/// ends first.
 /// Digests past the shorter of the two slices are not taken.
 pub fn sha256_many(messages: &[&[&[u8]]], out: &mut [[u8; 32]]) {
     #[cfg(target_arch = "x86_64")]
@@ -242,9 +243,11 @@ mod shani {
     #[target_feature(enable = "sha,ssse3,sse4.1")]
     pub(super) unsafe fn many(messages: &[&[&[u8]]], out: &mut [[u8; 32]]) {
         let count = messages.len().min(out.len());
-        let mut queue = messages[..count].iter().enumerate();
-        let mut start =
-            || queue.next().map(|(index, m)| Lane { index, blocks: Blocks::new(m), state: initial(), buf: [0; 64] });
+        let mut queue = longest_first(&messages[..count]).into_iter();
+        let mut start = || {
+            let index = queue.next()?;
+            Some(Lane { index, blocks: Blocks::new(messages[index]), state: initial(), buf: [0; 64] })
+        };
         let mut lanes = [start(), start()];
         loop {
             // The blocks of two lanes of which one (or both) just ran out of blocks.
@@ -279,6 +282,15 @@ mod shani {
                 }
             }
         }
+    }
+
+    /// The indexes of `messages`, longest first: the last message then runs alone for as
+    /// short a time as it can.
+    fn longest_first(messages: &[&[&[u8]]]) -> Vec<usize> {
+        let len = |i: usize| messages[i].iter().map(|p| p.len()).sum::<usize>();
+        let mut order: Vec<usize> = (0..messages.len()).collect();
+        order.sort_by_cached_key(|&i| std::cmp::Reverse(len(i)));
+        order
     }
 
     /// One block of one state.
