@@ -510,7 +510,7 @@ impl Mapping {
                     .zip(jobs)
                     .map(|(item, job)| self.read_item(batch, item, job, work, known.next().flatten()))
                     .collect();
-                seal_group(&mut group);
+                seal_group(&mut group, work.analyze);
                 group
             })
             .collect()
@@ -1445,6 +1445,9 @@ struct Accepted {
     /// Where `canonical` awaits its content digest (`Work::grouped`): hashed with the other
     /// records of its group (`seal_group`).
     unsealed: Option<trajkit_model::canonical::Unsealed>,
+    /// The record, unsealed, when the analyzer runs after its group's digests are hashed
+    /// (`seal_group`); `analysis` is `None` until then.
+    awaiting: Option<Box<Trajectory>>,
 }
 
 /// What the parallel stage does with each accepted record (from `Options`).
@@ -1587,33 +1590,47 @@ fn settle(
             crate::truncation::mark_truncated_observations(&mut trajectory);
             let interaction = analyze.is_some_and(|a| a.interaction);
             let sealed = keep || analyze.is_some();
-            let output = Output { canonical, sealed, interaction, grouped: grouped && !sealed };
+            // An analyzed record whose canonical text leaves the worker is sealed and
+            // analyzed with its group; a record handed to the sink is sealed here.
+            let grouped = grouped && canonical && !keep;
+            let output = Output { canonical, sealed, interaction, grouped };
             match seal_and_serialize(&mut trajectory, output, source_len) {
-                Ok(written) => Ok(Accepted {
-                    counts: TrajectoryCounts::of(&trajectory),
-                    analysis: analyze.map(|a| (a.run)(&trajectory, written.interaction)),
-                    trajectory: keep.then_some(trajectory),
-                    rollout_key,
-                    canonical: written.canonical,
-                    unsealed: written.unsealed,
-                }),
+                Ok(written) => {
+                    // Unsealed and analyzed: the analyzer runs once `seal_group` has sealed it.
+                    let awaits = analyze.is_some() && written.unsealed.is_some();
+                    let analysis = analyze.filter(|_| !awaits).map(|a| (a.run)(&trajectory, written.interaction));
+                    let counts = TrajectoryCounts::of(&trajectory);
+                    let (trajectory, awaiting) = match (keep, awaits) {
+                        (true, _) => (Some(trajectory), None),
+                        (false, true) => (None, Some(trajectory)),
+                        (false, false) => (None, None),
+                    };
+                    Ok(Accepted {
+                        counts,
+                        analysis,
+                        trajectory,
+                        rollout_key,
+                        canonical: written.canonical,
+                        unsealed: written.unsealed,
+                        awaiting,
+                    })
+                }
                 Err(e) => Err(vec![schema("$", format!("cannot serialize record: {e}"))]),
             }
         }
     }))
-    .unwrap_or_else(|panic| {
-        let what = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".into());
-        Err(vec![Problem::new(
-            Reason::InternalError,
-            "$",
-            format!("the {} reader failed on this record: {what}", reader.name()),
-        )])
-    });
+    .unwrap_or_else(|panic| Err(vec![internal_error(&format!("the {} reader", reader.name()), panic)]));
     Processed { identity, outcome }
+}
+
+/// The rejection of a record on which `who` panicked.
+fn internal_error(who: &str, panic: Box<dyn std::any::Any + Send>) -> Problem {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    Problem::new(Reason::InternalError, "$", format!("{who} failed on this record: {what}"))
 }
 
 /// What leaves the worker for an accepted record.
@@ -1653,8 +1670,14 @@ fn seal_and_serialize(t: &mut Trajectory, output: Output, source_len: usize) -> 
     let mut out = Vec::with_capacity(source_len + source_len / 4 + 1024);
     let mut written = Written::default();
     match (output.interaction, output.grouped) {
-        (true, _) => written.interaction = canonical::write_sealed_with_interaction(t, &mut out)?,
-        (false, true) => written.unsealed = canonical::write_unsealed(t, &mut out)?,
+        (_, true) => {
+            written.unsealed = canonical::write_unsealed(t, &mut out)?;
+            // A record with subagents is sealed whole: its analyzer runs on the spot.
+            if written.unsealed.is_none() && output.interaction {
+                written.interaction = trajkit_model::interaction_digest(t).ok();
+            }
+        }
+        (true, false) => written.interaction = canonical::write_sealed_with_interaction(t, &mut out)?,
         (false, false) => canonical::write_sealed(t, &mut out)?,
     }
     out.push(b'\n');
@@ -1663,16 +1686,69 @@ fn seal_and_serialize(t: &mut Trajectory, output: Output, source_len: usize) -> 
 }
 
 /// Writes the content digests that `Work::grouped` left blank in `processed`, hashed side
-/// by side: SHA-256 of the canonical text was a seventh of `convert`'s worker time, one
-/// record at a time.
-fn seal_group(processed: &mut [Option<Processed>]) {
-    let mut open: Vec<(&mut Vec<u8>, trajkit_model::canonical::Unsealed)> = processed
-        .iter_mut()
-        .flatten()
-        .filter_map(|p| p.outcome.as_mut().ok())
-        .filter_map(|acc| Some((acc.canonical.as_mut()?, acc.unsealed.take()?)))
-        .collect();
-    trajkit_model::canonical::seal_written(&mut open);
+/// by side (SHA-256 of the canonical text was a seventh of `convert`'s worker time, one
+/// record at a time), with the interactions of records awaiting `analyze`; then seals those
+/// records and runs the analyzer on each.
+fn seal_group(processed: &mut [Option<Processed>], analyze: Option<&Analyzer>) {
+    GROUP_SCRATCH.with(|cell| {
+        let mut interactions = cell.take();
+        interactions.clear();
+        seal_group_in(processed, analyze, &mut interactions);
+        if interactions.capacity() <= GROUP_SCRATCH_KEPT {
+            cell.replace(interactions);
+        }
+    })
+}
+
+/// `seal_group` with `interactions` as the buffer for the interactions' JSON.
+fn seal_group_in(processed: &mut [Option<Processed>], analyze: Option<&Analyzer>, interactions: &mut Vec<u8>) {
+    // Each awaiting record's interaction: its range in `interactions`, `None` where it
+    // cannot be written (the analyzer then gets no interaction digest).
+    let mut ranges: Vec<Option<std::ops::Range<usize>>> = Vec::new();
+    if analyze.is_some_and(|a| a.interaction) {
+        let accepted = processed.iter().flatten().filter_map(|p| p.outcome.as_ref().ok());
+        for t in accepted.filter_map(|acc| acc.awaiting.as_deref()) {
+            let start = interactions.len();
+            let written = trajkit_model::interaction::write_interaction(t, interactions).is_ok();
+            if !written {
+                interactions.truncate(start);
+            }
+            ranges.push(written.then_some(start..interactions.len()));
+        }
+    }
+    let others: Vec<&[u8]> = ranges.iter().flatten().map(|r| &interactions[r.clone()]).collect();
+    let mut open = Vec::new();
+    let mut awaiting = Vec::new();
+    for acc in processed.iter_mut().flatten().filter_map(|p| p.outcome.as_mut().ok()) {
+        if let (Some(text), Some(unsealed)) = (acc.canonical.as_mut(), acc.unsealed.take()) {
+            open.push((text, unsealed));
+            awaiting.push(acc.awaiting.is_some());
+        }
+    }
+    let digests = trajkit_model::canonical::seal_written_with(&mut open, &others);
+    let Some(analyzer) = analyze else { return };
+    let (content, interaction) = digests.split_at(open.len());
+    let mut content = content.iter().zip(awaiting).filter_map(|(d, awaits)| awaits.then_some(d));
+    let (mut interaction, mut written) = (interaction.iter(), ranges.iter().map(Option::is_some));
+    for p in processed.iter_mut().flatten() {
+        let Ok(acc) = p.outcome.as_mut() else { continue };
+        let Some(mut t) = acc.awaiting.take() else { continue };
+        t.content_digest = content.next().map(|d| trajkit_model::canonical::hex(d)).unwrap_or_default();
+        let taken = written.next().unwrap_or(false);
+        let interaction = taken.then(|| interaction.next()).flatten().map(|d| trajkit_model::canonical::hex(d));
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (analyzer.run)(&t, interaction))) {
+            Ok(analysis) => acc.analysis = Some(analysis),
+            Err(panic) => p.outcome = Err(vec![internal_error("the analyzer", panic)]),
+        }
+    }
+}
+
+/// Largest interaction buffer a worker keeps between groups (a larger one is freed).
+const GROUP_SCRATCH_KEPT: usize = 16 << 20;
+
+thread_local! {
+    /// The worker's buffer for its group's interactions (`seal_group`).
+    static GROUP_SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 fn apply(plan: &mut Plan, state: &mut FileIdentities, rec: &OwnedRecord, p: Processed, sink: &mut dyn Sink) {

@@ -208,14 +208,22 @@ pub fn write_unsealed(t: &mut Trajectory, out: &mut Vec<u8>) -> Result<Option<Un
 /// Writes the content digests of records `write_unsealed` wrote into their text, hashing
 /// them side by side (`sha256_many`); each gets the digest `write_sealed` would have written.
 pub fn seal_written(records: &mut [(&mut Vec<u8>, Unsealed)]) {
-    let mut digests = vec![[0u8; 32]; records.len()];
+    seal_written_with(records, &[]);
+}
+
+/// `seal_written`, with the `others` messages hashed in the same lanes (`build` adds the
+/// records' interactions): the records' content digests in order, then the others'.
+pub fn seal_written_with(records: &mut [(&mut Vec<u8>, Unsealed)], others: &[&[u8]]) -> Vec<[u8; 32]> {
+    let mut digests = vec![[0u8; 32]; records.len() + others.len()];
     let pieces: Vec<[&[u8]; 4]> =
         records.iter().map(|(b, u)| pieces_without(&b[..u.text.end], u.text.start, &u.layout)).collect();
-    let messages: Vec<&[&[u8]]> = pieces.iter().map(|p| &p[..]).collect();
+    let messages: Vec<&[&[u8]]> =
+        pieces.iter().map(|p| &p[..]).chain(others.iter().map(std::slice::from_ref)).collect();
     crate::sha256_many::sha256_many(&messages, &mut digests);
     for ((bytes, u), digest) in records.iter_mut().zip(&digests) {
         bytes[u.layout.digest_at..u.layout.digest_at + 64].copy_from_slice(hex(digest).as_bytes());
     }
+    digests
 }
 
 /// `write_sealed`, and the record's interaction digest (`interaction_digest`) hashed side by

@@ -75,9 +75,23 @@ pub fn interaction_digest(t: &Trajectory) -> Result<String, serde_json::Error> {
 }
 
 /// `f` of the JSON the interaction digest hashes, written whole into the thread's scratch
-/// buffer (the compact writer's bytes are serde_json's), so that it can be hashed with other
-/// messages (`canonical::write_sealed_with_interaction`).
+/// buffer, so that it can be hashed with other messages
+/// (`canonical::write_sealed_with_interaction`).
 pub(crate) fn with_interaction<R>(t: &Trajectory, f: impl FnOnce(&[u8]) -> R) -> Result<R, serde_json::Error> {
+    SCRATCH.with(|cell| {
+        let mut bytes = cell.take();
+        bytes.clear();
+        let result = write_interaction(t, &mut bytes).map(|()| f(&bytes));
+        if bytes.capacity() <= SCRATCH_KEPT {
+            cell.replace(bytes);
+        }
+        result
+    })
+}
+
+/// Appends the JSON the interaction digest hashes to `out` (the compact writer's bytes are
+/// serde_json's), for a caller that hashes it with other messages (the pipeline's groups).
+pub fn write_interaction(t: &Trajectory, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
     let subagents = t.subagents.iter().map(|s| interaction_digest(&s.trajectory)).collect::<Result<_, _>>()?;
     let mut positions: HashMap<&str, usize> = HashMap::new();
     let calls = t.steps.iter().flat_map(|s| s.tool_calls.iter());
@@ -94,16 +108,7 @@ pub(crate) fn with_interaction<R>(t: &Trajectory, f: impl FnOnce(&[u8]) -> R) ->
         },
         tools: t.tools.as_ref(),
     };
-    SCRATCH.with(|cell| {
-        let mut bytes = cell.take();
-        bytes.clear();
-        let written = crate::compact::to_writer(&mut bytes, &interaction);
-        let result = written.map(|()| f(&bytes));
-        if bytes.capacity() <= SCRATCH_KEPT {
-            cell.replace(bytes);
-        }
-        result
-    })
+    crate::compact::to_writer(out, &interaction)
 }
 
 /// Largest scratch buffer a thread keeps between records (a larger one is freed).

@@ -236,6 +236,43 @@ fn records_sealed_as_a_group_match_each_sealed_alone() {
     }
 }
 
+/// Other messages hashed in the lanes of a group (`seal_written_with`: `build` adds the
+/// records' interactions, written by `write_interaction`) get their own SHA-256, and the
+/// records the digests `write_sealed` gives them.
+#[test]
+fn messages_sealed_with_a_group_get_their_own_digests() {
+    let mut long = sample();
+    long.steps.extend((0..30).map(|i| Step::new(Role::Assistant, Some(json!("y".repeat(i * 7))))));
+    let records = [sample(), long];
+    let mut interactions = Vec::new();
+    let mut ranges = Vec::new();
+    for t in &records {
+        let start = interactions.len();
+        crate::interaction::write_interaction(t, &mut interactions).unwrap();
+        ranges.push(start..interactions.len());
+    }
+    let mut others: Vec<&[u8]> = ranges.iter().map(|r| &interactions[r.clone()]).collect();
+    others.push(b"abc");
+    let mut buffers: Vec<Vec<u8>> = vec![Vec::new(), Vec::new()];
+    let mut open = Vec::new();
+    for (t, buffer) in records.iter().zip(&mut buffers) {
+        open.push(canonical::write_unsealed(&mut t.clone(), buffer).unwrap().unwrap());
+    }
+    let mut group: Vec<_> = buffers.iter_mut().zip(open).collect();
+    let digests: Vec<String> =
+        canonical::seal_written_with(&mut group, &others).iter().map(|d| canonical::hex(d)).collect();
+    let mut want = Vec::new();
+    for (t, buffer) in records.iter().zip(&buffers) {
+        let (mut alone, mut out) = (t.clone(), Vec::new());
+        canonical::write_sealed(&mut alone, &mut out).unwrap();
+        assert_eq!(buffer, &out);
+        want.push(alone.content_digest);
+    }
+    want.extend(records.iter().map(|t| interaction_digest(t).unwrap()));
+    want.push("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad".into());
+    assert_eq!(digests, want);
+}
+
 /// The interaction digest of a record with quotes, backslashes, control characters and
 /// non-ASCII in its content, pinned: the writer behind it may change, the bytes may not.
 #[test]
