@@ -485,6 +485,11 @@ type StageJob = Option<(&'static dyn Reader, Arc<InputFile>)>;
 /// Gym lines ran at 1.5 times one message's rate in groups of 8, 1.35 times in pairs.
 const HASHED_TOGETHER: usize = 8;
 
+/// Records sealed and analyzed together (`seal_group`) when an analyzer reads them: each
+/// waits for the others before it is analyzed, and in groups of eight a Gym `build` read
+/// them back out of cache (1–4 % more CPU than pairs, docs/PERFORMANCE.md, step 136).
+const ANALYZED_TOGETHER: usize = 2;
+
 /// What the mapping of every batch shares: the records read while planning, and the
 /// options that say what work each record gets (`Work::of`).
 struct Mapping {
@@ -496,7 +501,8 @@ struct Mapping {
 impl Mapping {
     /// Reads the batch's records in parallel; `jobs` holds each item's reader and file. Records
     /// go in groups, so that their source digests (`hashed_identities`) and the content digests
-    /// of canonical text (`seal_group`) are taken side by side.
+    /// of canonical text (`seal_group`, in pairs where an analyzer waits for them) are taken
+    /// side by side.
     fn map(&self, batch: &Batch, jobs: &[StageJob]) -> Vec<Option<Processed>> {
         let work = Work::of(&self.opts).grouped();
         batch
@@ -505,12 +511,15 @@ impl Mapping {
             .zip(jobs.par_chunks(HASHED_TOGETHER))
             .flat_map_iter(|(items, jobs)| {
                 let mut known = hashed_identities(work, batch, items, jobs).into_iter();
-                let mut group: Vec<Option<Processed>> = items
-                    .iter()
-                    .zip(jobs)
-                    .map(|(item, job)| self.read_item(batch, item, job, work, known.next().flatten()))
-                    .collect();
-                seal_group(&mut group, work.analyze);
+                let every = if work.analyze.is_some() { ANALYZED_TOGETHER } else { HASHED_TOGETHER };
+                let mut group: Vec<Option<Processed>> = Vec::with_capacity(items.len());
+                for (items, jobs) in items.chunks(every).zip(jobs.chunks(every)) {
+                    let start = group.len();
+                    let read = items.iter().zip(jobs);
+                    group
+                        .extend(read.map(|(item, job)| self.read_item(batch, item, job, work, known.next().flatten())));
+                    seal_group(&mut group[start..], work.analyze);
+                }
                 group
             })
             .collect()
