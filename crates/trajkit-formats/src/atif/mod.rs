@@ -11,7 +11,9 @@ use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
+use memchr::memmem;
 use serde_json::{Map, Value};
 use trajkit_model::canonical::sha256_hex;
 use trajkit_model::json_text::{self, Parts, Shape, Split};
@@ -144,7 +146,7 @@ impl Reader for AtifReader {
     /// before tokenizing when no version can be there. (A document that names another file
     /// is split for its reference walk too: `referenced_files_top`.)
     fn detect_top_level(&self, peek: &TopPeek) -> Option<Detection> {
-        if !contains(peek.bytes, b"ATIF-v") {
+        if !mentions_atif(peek.bytes) {
             return None;
         }
         // A document naming another file is split as the reference walk reads it, which
@@ -162,7 +164,7 @@ impl Reader for AtifReader {
     /// A document with an ATIF version that names no other file, read by `text::read`;
     /// its claim is `detect_top_level`'s (a file named `.jsonl` is left to detection).
     fn claim_and_read(&self, raw: &RawRecord, file: &InputFile, name: &str) -> Option<(Detection, RecordResult)> {
-        if line_layout(false, name) != Layout::Document || !contains(raw.bytes, b"ATIF-v") || names_a_file(raw.bytes) {
+        if line_layout(false, name) != Layout::Document || !mentions_atif(raw.bytes) || names_a_file(raw.bytes) {
             return None;
         }
         let t = text::read(std::str::from_utf8(raw.bytes).ok()?, raw, file)?;
@@ -334,9 +336,24 @@ fn references(file: &InputFile, layout: Layout, bytes: &[u8], made: Option<Made>
 }
 
 /// True when `bytes` may reference another trajectory file (a subagent's
-/// `trajectory_path`, a `continued_trajectory_ref`).
+/// `trajectory_path`, a `continued_trajectory_ref`). One scan for the `trajectory_` both
+/// names share, each match then read at its two sides, instead of a scan per name: most
+/// documents name no file and were scanned to their end twice.
 pub(crate) fn names_a_file(bytes: &[u8]) -> bool {
-    contains(bytes, b"trajectory_path") || contains(bytes, b"continued_trajectory_ref")
+    const SHARED: &[u8] = b"trajectory_";
+    static FINDER: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(SHARED));
+    FINDER.find_iter(bytes).any(|at| {
+        let after = bytes.get(at + SHARED.len()..).unwrap_or_default();
+        let before = bytes.get(..at).unwrap_or_default();
+        after.starts_with(b"path") || (after.starts_with(b"ref") && before.ends_with(b"continued_"))
+    })
+}
+
+/// True when `bytes` holds `ATIF-v` (the start of every ATIF schema version), with a
+/// searcher built once rather than on every call.
+fn mentions_atif(bytes: &[u8]) -> bool {
+    static FINDER: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"ATIF-v"));
+    FINDER.find(bytes).is_some()
 }
 
 /// The claim of a parsed top-level ATIF version: above any other family's.
@@ -417,10 +434,6 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
         return None;
     }
     memchr::memmem::find(hay, needle)
-}
-
-fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    find(hay, needle).is_some()
 }
 
 /// Directory of the file on disk (the current directory for standard input).
@@ -1886,7 +1899,7 @@ impl RefWalk<'_> {
         self.edges.push((from.to_path_buf(), real.clone()));
         self.seen.insert(real.clone());
         self.out.push(real.clone());
-        if !contains(&bytes, b"trajectory_path") && !contains(&bytes, b"continued_trajectory_ref") {
+        if !names_a_file(&bytes) {
             return;
         }
         let sub_dir = real.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -2116,6 +2129,67 @@ mod tests {
         ] {
             assert!(!valid_timestamp(bad), "{bad}");
         }
+    }
+}
+
+#[cfg(test)]
+mod names_a_file_tests {
+    use super::names_a_file;
+
+    /// What `names_a_file` answered before it scanned once: a search for each name.
+    fn by_two_scans(bytes: &[u8]) -> bool {
+        let has = |name: &[u8]| memchr::memmem::find(bytes, name).is_some();
+        has(b"trajectory_path") || has(b"continued_trajectory_ref")
+    }
+
+    /// Synthetic (the edges of the shared-prefix match, which no real file shows): the
+    /// one scan answers as a search for each name did, at either end of the text, for a
+    /// name cut short, for the prefix repeated, and for other `trajectory_` keys.
+    #[test]
+    fn one_scan_answers_as_two() {
+        let cases: [(&[u8], bool); 14] = [
+            (b"", false),
+            (b"trajectory_", false),
+            (b"trajectory_path", true),
+            (b"xtrajectory_pat", false),
+            (b"continued_trajectory_ref", true),
+            (b"ontinued_trajectory_ref", false),
+            (b"continued_trajectory_re", false),
+            (b"trajectory_trajectory_path", true),
+            (b"continued_trajectory_trajectory_ref", false),
+            (br#"{"subagent_trajectory_ref": [{"session_id": "s"}]}"#, false),
+            (br#"{"subagent_trajectory_ref": [{"trajectory_path": "a.json"}]}"#, true),
+            (br#"{"continued_trajectory_ref": "b.json", "steps": []}"#, true),
+            (br#"{"x": "continued_ trajectory_ref", "y": "trajectory_ path"}"#, false),
+            ("\u{e9}continued_trajectory_ref\u{e9}".as_bytes(), true),
+        ];
+        for (bytes, want) in cases {
+            let text = String::from_utf8_lossy(bytes);
+            assert_eq!(names_a_file(bytes), want, "{text}");
+            assert_eq!(by_two_scans(bytes), want, "{text}");
+        }
+    }
+
+    /// Every real fixture (223 files, 5 of them naming another): the one scan answers as
+    /// the two did.
+    #[test]
+    fn real_fixtures_answer_as_before() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/real");
+        let mut stack = vec![root];
+        let (mut files, mut naming) = (0, 0);
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).expect("fixture directory").flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if let Ok(bytes) = std::fs::read(&path) {
+                    assert_eq!(names_a_file(&bytes), by_two_scans(&bytes), "{}", path.display());
+                    files += 1;
+                    naming += usize::from(names_a_file(&bytes));
+                }
+            }
+        }
+        assert_eq!((files, naming), (223, 5), "files read, files naming another");
     }
 }
 
