@@ -27,7 +27,9 @@ use crate::json;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult, TopOf, TopPeek, PEEK_BYTES};
 use crate::rejection::{parse_record, parse_record_keeping, schema, Problem, Reason};
 use crate::token_arrays::{Kept, Parsed};
+use call_ids::CallIds;
 
+mod call_ids;
 mod text;
 
 /// The `schema_version` values the spec defines.
@@ -844,7 +846,7 @@ impl Validator<'_> {
             None => self.missing(field(path, "message")),
             Some(v) => self.content(v, &path.key("message")),
         }
-        let mut call_ids: HashSet<&str> = HashSet::new();
+        let mut call_ids = CallIds::new();
         if let Some(calls) = self.opt_array(m, "tool_calls", path) {
             let base = path.key("tool_calls");
             for (i, c) in calls.iter().enumerate() {
@@ -921,7 +923,7 @@ impl Validator<'_> {
         id
     }
 
-    fn observation(&mut self, o: &Map<String, Value>, path: &At<'_>, call_ids: &HashSet<&str>) {
+    fn observation(&mut self, o: &Map<String, Value>, path: &At<'_>, call_ids: &CallIds) {
         self.unknown_keys(o, OBSERVATION_KEYS, path, "observation");
         let results = match o.get("results") {
             None => {
@@ -1758,7 +1760,7 @@ fn call_gaps(steps: &[Step]) -> Vec<Gap> {
     let mut gaps = Vec::new();
     let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
     for (i, s) in steps.iter().enumerate() {
-        let named: HashSet<&str> = s.tool_results.iter().filter_map(|r| r.call_id.as_deref()).collect();
+        let named: CallIds = s.tool_results.iter().filter_map(|r| r.call_id.as_deref()).collect();
         let anonymous = s.tool_results.iter().filter(|r| r.call_id.is_none()).count();
         let open: Vec<&str> = s
             .tool_calls

@@ -10,13 +10,13 @@
 //! every real ATIF file and on mutations of them) and every problem.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 use trajkit_model::json_text::{self, Parts, Shape, Split};
 use trajkit_model::node::Node;
 use trajkit_model::{Agent, Extra, LazyValue, Metrics, Provenance, Role, Step, ToolCall, ToolResult, Trajectory};
 
+use super::call_ids::CallIds;
 use super::{
     as_int, call_gaps, task_of, valid_timestamp, AGENT_KEYS, AGENT_ONLY, CONTENT_PART_KEYS, FINAL_METRICS_KEYS,
     IMAGE_SOURCE_KEYS, MAX_FIELDS, MEDIA_TYPES, METRICS_KEYS, OBSERVATION_KEYS, RESULT_KEYS, SCHEMA_VERSIONS,
@@ -211,7 +211,7 @@ fn step(s: &Split, i: usize) -> Option<Step> {
             Vec::new()
         }
     };
-    let ids: HashSet<&str> = step.tool_calls.iter().filter_map(|c| c.id.as_deref()).collect();
+    let ids: CallIds = step.tool_calls.iter().filter_map(|c| c.id.as_deref()).collect();
     step.tool_results = match field!(f, STEP_KEYS, "observation") {
         Some(o) if kind(o) == Kind::Object => observation(o, &ids)?,
         other => {
@@ -282,7 +282,7 @@ fn tool_call(c: &Split) -> Option<ToolCall> {
 
 /// A step's observation: its results, checked as `Validator::observation` checks them
 /// (each `source_call_id` names a call of the step) and mapped as `map_result` maps them.
-fn observation(o: &Split, ids: &HashSet<&str>) -> Option<Vec<ToolResult>> {
+fn observation(o: &Split, ids: &CallIds) -> Option<Vec<ToolResult>> {
     let f = fields(o, OBSERVATION_KEYS)?;
     let Some(Split { parts: Parts::Elements(results), .. }) = field!(f, OBSERVATION_KEYS, "results") else {
         return None;
