@@ -75,7 +75,6 @@ pub fn discover(args: &[PathBuf]) -> (Vec<InputFile>, Vec<FormatError>) {
             let root = arg.canonicalize().unwrap_or_else(|_| arg.clone());
             let mut found = Vec::new();
             walk(arg, &mut found, &mut errors);
-            found.sort();
             for p in found {
                 files.push(InputFile { display: p.display().to_string(), fs_path: p, root: root.clone() });
             }
@@ -88,6 +87,10 @@ pub fn discover(args: &[PathBuf]) -> (Vec<InputFile>, Vec<FormatError>) {
     (files, errors)
 }
 
+/// Appends the candidate files under `dir` to `out` in path order: each directory's
+/// entries sorted by name and walked in turn give the order a sort of the whole list by
+/// `Path` gives (it compares paths name by name), without that sort's component parsing
+/// (1.7 % of ATIF `validate`'s instructions on 2,200 files, before any file was read).
 fn walk(dir: &Path, out: &mut Vec<PathBuf>, errors: &mut Vec<FormatError>) {
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
@@ -96,7 +99,9 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>, errors: &mut Vec<FormatError>) {
             return;
         }
     };
-    for entry in entries.flatten() {
+    let mut entries: Vec<_> = entries.flatten().map(|e| (e.file_name(), e)).collect();
+    entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    for (_, entry) in entries {
         let path = entry.path();
         match entry.file_type() {
             Ok(t) if t.is_dir() => walk(&path, out, errors),
@@ -419,6 +424,55 @@ fn real_beyond(path: &Path, known: usize) -> Option<(PathBuf, Option<bool>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The files `discover` finds under `dir`, and the same list sorted as paths.
+    fn found_and_sorted(dir: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+        let (files, errors) = discover(&[dir.to_path_buf()]);
+        assert!(errors.is_empty(), "{errors:?}");
+        let found: Vec<PathBuf> = files.into_iter().map(|f| f.fs_path).collect();
+        let mut sorted = found.clone();
+        sorted.sort();
+        (found, sorted)
+    }
+
+    /// Synthetic (names chosen to order differently as whole strings and as paths, which no
+    /// fixture directory mixes): the walk gives the order of a sort of every path.
+    #[test]
+    fn walk_order_is_path_order() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let names = [
+            "a/b.json",
+            "a-b.json",
+            "a.json",
+            "a0/z.json",
+            "a/b/c.json",
+            "a.b/x.json",
+            "B.json",
+            "é/1.json",
+            "a/a-.json",
+            "ab.jsonl",
+        ];
+        for name in names {
+            let path = dir.path().join(name);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("dirs");
+            std::fs::write(&path, b"{}").expect("file");
+        }
+        let (found, sorted) = found_and_sorted(dir.path());
+        assert_eq!(found.len(), names.len());
+        assert_eq!(found, sorted);
+        // Sorted as strings, `a-b.json` would come before `a/b.json`; as paths, after.
+        let at = |name: &str| found.iter().position(|p| p.ends_with(name)).expect("found");
+        assert!(at("a/b.json") < at("a-b.json") && at("a/b/c.json") < at("a-b.json"));
+    }
+
+    /// Every real fixture, walked as one directory (196 candidate files): in path order.
+    #[test]
+    fn real_fixtures_walk_in_path_order() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/real");
+        let (found, sorted) = found_and_sorted(&root);
+        assert_eq!(found.len(), 196);
+        assert_eq!(found, sorted);
+    }
 
     /// Synthetic (no real fixture holds links): references through links inside and out of
     /// the root, `..`, a missing file and a file used as a directory resolve as joining
