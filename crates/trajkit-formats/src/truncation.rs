@@ -93,11 +93,15 @@ fn ends(text: &str) -> (&str, &str) {
     (end, end.trim_end_matches(['.', '…']).trim_end())
 }
 
-/// A truncation marker at the end of `bare` (the text without trailing whitespace and dots).
+/// A truncation marker at the end of `bare` (the text without trailing whitespace and dots),
+/// compared in place: no lowercased copy of the text's end per observation.
 fn marker(bare: &str) -> Option<&'static str> {
-    let tail_start = (bare.len().saturating_sub(24)..=bare.len()).find(|&i| bare.is_char_boundary(i)).unwrap_or(0);
-    let tail = bare[tail_start..].to_ascii_lowercase();
-    MARKERS.iter().any(|m| tail.ends_with(m)).then_some("truncation marker")
+    let b = bare.as_bytes();
+    let ends_with = |m: &str| {
+        let start = b.len().checked_sub(m.len());
+        start.and_then(|s| b.get(s..)).is_some_and(|end| end.eq_ignore_ascii_case(m.as_bytes()))
+    };
+    MARKERS.iter().any(|m| ends_with(m)).then_some("truncation marker")
 }
 
 /// True when `text` is a JSON prefix that ends before its value closes: the parser reaches
@@ -158,6 +162,45 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Synthetic (no real observation ends in these mixes): each marker found in place as
+    /// the lowercased copy of the text's last 24 bytes found it, whatever case, whatever
+    /// multi-byte characters are cut by or fall in that window, and whatever is too short.
+    #[test]
+    fn markers_found_in_place_as_in_a_lowercased_copy() {
+        fn by_copy(bare: &str) -> Option<&'static str> {
+            let start = (bare.len().saturating_sub(24)..=bare.len()).find(|&i| bare.is_char_boundary(i)).unwrap_or(0);
+            let tail = bare[start..].to_ascii_lowercase();
+            super::MARKERS.iter().any(|m| tail.ends_with(m)).then_some("truncation marker")
+        }
+        let heads = ["", "x", "é", "😀😀😀😀😀😀", "out: ééééééééééé", "TRUNCATED"];
+        let ends = [
+            "",
+            "[truncated]",
+            "[TRUNCATED]",
+            "(Truncated)",
+            "<truncated>",
+            "[Output Truncated]",
+            "<RESPONSE clipped>",
+            "truncated]",
+            "[truncated",
+            "[truncatéd]",
+            "é[truncated]",
+            "😀(truncated)",
+            "[output truncated]x",
+            "ẞ<response clipped>",
+            "<response clipped",
+        ];
+        let mut found = 0;
+        for head in heads {
+            for end in ends {
+                let bare = format!("{head}{end}");
+                assert_eq!(super::marker(&bare), by_copy(&bare), "{bare}");
+                found += usize::from(super::marker(&bare).is_some());
+            }
+        }
+        assert_eq!(found, 9 * heads.len(), "nine endings hold a marker");
     }
 
     /// Synthetic: the signatures one by one, and the prose and JSON that must not match.
