@@ -91,11 +91,12 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Option<String>
     let output = output_items(output, transitions)?;
     // A transition already holds the full model input, request input included.
     let input = if transitions { replayed_input(input, &output)? } else { input };
-    let input: Vec<Option<Item>> = input.into_iter().map(Item::of).collect();
-    let output: Vec<Option<Item>> = output.into_iter().map(Item::of).collect();
+    // Items are taken apart as they are pushed (an `Item` is a few hundred bytes: a list of
+    // them was copied whole on the way).
     let input_len = input.len();
+    let mut output = output.into_iter().map(Item::of).peekable();
     if input_len > 0 {
-        if let Some(Some(first)) = output.first() {
+        if let Some(Some(first)) = output.peek() {
             if is_prompt_message(first) {
                 return Err(Problem::new(
                     Reason::AmbiguousHistory,
@@ -109,10 +110,10 @@ fn read(raw: &RawRecord, file: &InputFile) -> Result<(Trajectory, Option<String>
     let mut steps = Vec::with_capacity(input_len + output.len());
     let mut gaps = Vec::new();
     let mut builder = StepBuilder::default();
-    for (i, item) in input.into_iter().enumerate() {
+    for (i, item) in input.into_iter().map(Item::of).enumerate() {
         builder.push(item, false, ItemPath("$.responses_create_params.input", i), &mut steps)?;
     }
-    for (i, item) in output.into_iter().enumerate() {
+    for (i, item) in output.enumerate() {
         builder.push(item, true, ItemPath("$.response.output", i), &mut steps)?;
     }
     builder.flush(&mut steps);
