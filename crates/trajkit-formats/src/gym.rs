@@ -13,11 +13,13 @@ use trajkit_model::{
 };
 
 use crate::input::InputFile;
-use crate::json::{arguments_of, into_extra, step_content_text, take_f64, take_nonempty_str, take_u64};
+use crate::json::{
+    arguments_of, content_text, content_text_in, into_extra, step_content_text, take_f64, take_nonempty_str, take_u64,
+};
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, schema, Problem, Reason};
-use crate::responses::{message_role, take_reasoning};
+use crate::responses::message_role;
 
 /// Reader for NeMo Gym rollout JSONL.
 pub struct GymReader;
@@ -320,9 +322,8 @@ fn is_prompt_message(item: &Item) -> bool {
         && matches!(item.str_of("role").as_deref(), Some("user" | "system" | "developer"))
 }
 
-/// The members of an item the builder reads by name (`type`, `role`, `content`, `call_id`,
-/// `output`, `name`, `arguments`).
-const ITEM_KEYS: [&str; 7] = ["type", "role", "content", "call_id", "output", "name", "arguments"];
+/// The members of an item the builder reads by name.
+const ITEM_KEYS: [&str; 8] = ["type", "role", "content", "call_id", "output", "name", "arguments", "summary"];
 
 /// An input or output item taken apart once: the members `ITEM_KEYS` names handed out as
 /// nodes, the others already `extra`. Before, every member went into a map that the
@@ -374,6 +375,26 @@ impl<'a> Item<'a> {
     /// The value under `key`, taken whatever it is.
     fn remove_lazy(&mut self, key: &str) -> Option<LazyValue> {
         self.slot(key)?.take().map(Node::into_lazy)
+    }
+
+    /// `responses::take_reasoning` read from the members' text: the text of `content`, else
+    /// of `summary`; both are taken when one gives text.
+    fn take_reasoning(&mut self) -> Option<String> {
+        let text = self.content_text("content").or_else(|| self.content_text("summary"))?;
+        self.remove_lazy("summary");
+        self.remove_lazy("content");
+        Some(text)
+    }
+
+    /// `json::content_text` of the member `key`, when it gives text.
+    fn content_text(&self, key: &str) -> Option<String> {
+        let i = ITEM_KEYS.iter().position(|k| *k == key)?;
+        let node = self.named.get(i)?.as_ref()?;
+        let text = match node {
+            Node::Split(split) => content_text_in(split.text).unwrap_or_else(|| content_text(&node.value())),
+            Node::Value(v) => step_content_text(v),
+        };
+        text.filter(|t| !t.is_empty())
     }
 
     /// The members not taken: the others, and those named but left in place.
@@ -458,8 +479,8 @@ impl StepBuilder {
                 steps.push(step);
             }
             Some("reasoning") => {
-                let mut item = item.into_extra();
-                let text = take_reasoning(&mut item);
+                let text = item.take_reasoning();
+                let item = item.into_extra();
                 let step = self.assistant(steps, "reasoning");
                 if text.is_some() {
                     step.reasoning = text;
@@ -695,5 +716,35 @@ mod tests {
             seen += 1;
         }
         assert_eq!(seen, 6, "six of the seven elements are objects");
+    }
+
+    /// Synthetic (the real reasoning items hold a list of summary parts): an item's
+    /// reasoning read from its members' text is what `responses::take_reasoning` reads from
+    /// the map, and both leave the same members, for content and summary as strings, lists of
+    /// parts (repeated `text`, parts that are not objects or whose `text` is not a string,
+    /// escapes), empty, `null` and missing.
+    #[test]
+    fn reasoning_read_from_text_as_from_a_map() {
+        let list = r#"[
+            {"type": "reasoning", "summary": [{"type": "summary_text", "text": "a\nb"}, {"text": "c"}], "id": "r"},
+            {"type": "reasoning", "content": "direct", "summary": [{"text": "ignored"}]},
+            {"type": "reasoning", "content": "", "summary": [{"text": "x", "text": "last"}, 5, {"text": 7}, []]},
+            {"type": "reasoning", "content": null, "summary": []},
+            {"type": "reasoning", "content": [{"text": ""}], "summary": "s\u00e9"},
+            {"type": "reasoning", "summary": {"text": "an object"}},
+            {"type": "reasoning"}
+        ]"#;
+        let items = |()| Node::Split(split(list, &ITEMS).expect("a valid list")).into_elements().expect("a list");
+        let mut found = Vec::new();
+        for (a, b) in items(()).into_iter().zip(items(())) {
+            let mut item = Item::of(a).expect("an object");
+            let text = item.take_reasoning();
+            let mut map = b.into_extra().expect("an object");
+            assert_eq!(text, crate::responses::take_reasoning(&mut map));
+            assert_eq!(item.into_extra().into_map(), map.into_map());
+            found.push(text);
+        }
+        let want = ["a\nb\nc", "direct", "last", "", "s\u{e9}", "", ""];
+        assert_eq!(found, want.map(|t| (!t.is_empty()).then(|| t.to_string())));
     }
 }

@@ -213,10 +213,37 @@ pub fn content_text(v: &Value) -> Option<String> {
 /// `Value` (each record's instruction is taken this way; parsing it was 1 % of ATIF
 /// `inspect`).
 pub fn step_content_text(content: &LazyValue) -> Option<String> {
-    if content.is_string() {
-        return content.string_text().map(Cow::into_owned);
+    if let Some(found) = content.text().and_then(content_text_in) {
+        return found;
     }
     content_text(content.value())
+}
+
+/// A list of content parts, each an object read by its members' names.
+const PARTS: Shape = Shape::Array(&Shape::Object(&[]));
+
+/// `content_text` of a value held as its checked JSON `text`, read from the text: a string
+/// decoded, or the `text` strings of a list of parts joined (a reasoning item's summary was
+/// parsed into a `Value` only for that: 1 % of Gym `inspect`). The outer `None` when the
+/// text must be parsed to tell (neither a string nor a list, or the split refuses it).
+pub fn content_text_in(text: &str) -> Option<Option<String>> {
+    if text.starts_with('"') {
+        return json_text::string_text(text).map(|t| Some(t.into_owned()));
+    }
+    if !text.starts_with('[') {
+        return None;
+    }
+    let Parts::Elements(parts) = json_text::split(text, &PARTS)?.parts else { return None };
+    let texts: Vec<Cow<'_, str>> = parts
+        .iter()
+        .filter_map(|part| match &part.parts {
+            // serde_json keeps the last of a repeated name.
+            Parts::Members(members) => members.iter().rev().find(|(name, _)| name == "text"),
+            _ => None,
+        })
+        .filter_map(|(_, text)| json_text::string_text(text.text))
+        .collect();
+    Some((!texts.is_empty()).then(|| texts.join("\n")))
 }
 
 /// Byte ranges of the elements of a top-level JSON array (whitespace around each element
