@@ -19,7 +19,7 @@ use crate::json::{
 use crate::links::link_tool_results;
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, schema, Problem, Reason};
-use crate::responses::message_role;
+use crate::responses::{message_role, reasoning_text};
 
 /// Reader for NeMo Gym rollout JSONL.
 pub struct GymReader;
@@ -347,10 +347,15 @@ impl<'a> Item<'a> {
         self.named.get_mut(i)
     }
 
+    /// The member `key` (one `ITEM_KEYS` names), when the item has it and it is not taken.
+    fn node(&self, key: &str) -> Option<&Node<'a>> {
+        let i = ITEM_KEYS.iter().position(|k| *k == key)?;
+        self.named.get(i)?.as_ref()
+    }
+
     /// The text of the string under `key` (`None` for another type or none), left in place.
     fn str_of(&self, key: &str) -> Option<std::borrow::Cow<'_, str>> {
-        let i = ITEM_KEYS.iter().position(|k| *k == key)?;
-        match self.named.get(i)?.as_ref()? {
+        match self.node(key)? {
             Node::Split(split) => json_text::string_text(split.text),
             Node::Value(v) => v.value().as_str().map(std::borrow::Cow::Borrowed),
         }
@@ -363,7 +368,7 @@ impl<'a> Item<'a> {
         Some(text)
     }
 
-    /// The value under `key`, taken unless it is `null` (`json::take_lazy`).
+    /// The value under `key`, taken unless it is `null` (which stays in `extra`).
     fn take_lazy(&mut self, key: &str) -> Option<LazyValue> {
         let slot = self.slot(key)?;
         if slot.as_ref()?.is_null() {
@@ -377,24 +382,21 @@ impl<'a> Item<'a> {
         self.slot(key)?.take().map(Node::into_lazy)
     }
 
-    /// `responses::take_reasoning` read from the members' text: the text of `content`, else
-    /// of `summary`; both are taken when one gives text.
+    /// `responses::take_reasoning` read from the members' text (`responses::reasoning_text`);
+    /// `content` and `summary` are taken when one gives text.
     fn take_reasoning(&mut self) -> Option<String> {
-        let text = self.content_text("content").or_else(|| self.content_text("summary"))?;
+        let text = reasoning_text(|key| self.content_text(key))?;
         self.remove_lazy("summary");
         self.remove_lazy("content");
         Some(text)
     }
 
-    /// `json::content_text` of the member `key`, when it gives text.
+    /// `json::content_text` of the member `key`, read from its text where it can be.
     fn content_text(&self, key: &str) -> Option<String> {
-        let i = ITEM_KEYS.iter().position(|k| *k == key)?;
-        let node = self.named.get(i)?.as_ref()?;
-        let text = match node {
-            Node::Split(split) => content_text_in(split.text).unwrap_or_else(|| content_text(&node.value())),
+        match self.node(key)? {
+            node @ Node::Split(split) => content_text_in(split.text).unwrap_or_else(|| content_text(&node.value())),
             Node::Value(v) => step_content_text(v),
-        };
-        text.filter(|t| !t.is_empty())
+        }
     }
 
     /// The members not taken: the others, and those named but left in place.
@@ -661,7 +663,7 @@ fn task(row: &mut Extra, steps: &[Step], environment: Option<&str>, sha: &str) -
 #[cfg(test)]
 mod tests {
     use super::{Item, ITEMS};
-    use crate::json::{take_lazy, take_str};
+    use crate::json::take_str;
     use trajkit_model::json_text::split;
     use trajkit_model::node::Node;
     use trajkit_model::{Extra, LazyValue};
@@ -683,7 +685,14 @@ mod tests {
         let mut item = node.into_extra().ok()?;
         let kind = take_str(&mut item, "type");
         let call_id = take_str(&mut item, "call_id");
-        let content = take_lazy(&mut item, "content").map(LazyValue::into_value);
+        // A `null` content stays in `extra`.
+        let content = match item.remove_lazy("content") {
+            Some(c) if c.is_null() => {
+                item.insert_lazy("content".into(), c);
+                None
+            }
+            other => other.map(LazyValue::into_value),
+        };
         let arguments = item.remove_lazy("arguments").map(LazyValue::into_value);
         Some((kind, call_id, content, arguments, item))
     }

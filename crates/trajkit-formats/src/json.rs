@@ -122,13 +122,8 @@ pub fn take_arguments(map: &mut Map<String, Value>) -> (LazyValue, bool) {
     arguments_of(map.remove("arguments").map(LazyValue::from))
 }
 
-/// `take_arguments` of an `extra` whose members may be text: a JSON string's JSON is kept as
-/// text too when the check accepts it.
-pub fn take_lazy_arguments(map: &mut Extra) -> (LazyValue, bool) {
-    arguments_of(map.remove_lazy("arguments"))
-}
-
-/// A call's arguments by the rule of `take_arguments`.
+/// A call's arguments by the rule of `take_arguments`, from a value that may still be text (a
+/// JSON string's JSON is kept as text too when the check accepts it).
 pub fn arguments_of(arguments: Option<LazyValue>) -> (LazyValue, bool) {
     let Some(arguments) = arguments else {
         return (Value::Object(Map::new()).into(), false);
@@ -152,16 +147,6 @@ pub fn arguments_of(arguments: Option<LazyValue>) -> (LazyValue, bool) {
             Err(_) => (Value::String(s).into(), true),
         },
     }
-}
-
-/// `take` of an `extra` whose members may be text: the value as it is held, text or not.
-pub fn take_lazy(map: &mut Extra, key: &str) -> Option<LazyValue> {
-    let v = map.remove_lazy(key)?;
-    if v.is_null() {
-        map.insert_lazy(key.into(), v);
-        return None;
-    }
-    Some(v)
 }
 
 /// Removes `key` when it is a number.

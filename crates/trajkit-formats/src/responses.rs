@@ -20,9 +20,15 @@ pub(crate) fn message_role(role: &str, path: impl std::fmt::Display) -> Result<R
 /// The text of a reasoning item: its `content`, else its `summary` (text or text parts).
 /// Both are removed from the item when there is one; otherwise the item stays whole.
 pub(crate) fn take_reasoning(item: &mut impl Object) -> Option<String> {
-    let from = |key: &str| item.get(key).and_then(content_text).filter(|t| !t.is_empty());
-    let text = from("content").or_else(|| from("summary"))?;
+    let text = reasoning_text(|key| item.get(key).and_then(content_text))?;
     item.remove_entry("summary");
     item.remove_entry("content");
     Some(text)
+}
+
+/// The reasoning rule on an item's members, whatever holds them: the text of `content`
+/// (`text_of`), else of `summary`, the first that is not empty.
+pub(crate) fn reasoning_text(text_of: impl Fn(&str) -> Option<String>) -> Option<String> {
+    let text = |key: &str| text_of(key).filter(|t| !t.is_empty());
+    text("content").or_else(|| text("summary"))
 }
