@@ -9,7 +9,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use rayon::prelude::*;
-use serde_json::Value;
 use trajkit_model::Trajectory;
 
 use crate::clusters::{Clusters, TaskPair};
@@ -21,16 +20,6 @@ use crate::spill::{self, Spill};
 /// argument values) and tool results, in order; copied context left out.
 pub fn content_sketch(t: &Trajectory) -> Option<Signature> {
     crate::signatures::of(t, true, false).sketch
-}
-
-/// Every string value in `v`, depth first (object keys are format, not content).
-pub(crate) fn strings(v: &Value, f: &mut dyn FnMut(&str)) {
-    match v {
-        Value::String(s) => f(s),
-        Value::Array(a) => a.iter().for_each(|x| strings(x, f)),
-        Value::Object(o) => o.values().for_each(|x| strings(x, f)),
-        _ => {}
-    }
 }
 
 /// The `near-` group id of an interaction digest (16 hex digits, like `dup-`).

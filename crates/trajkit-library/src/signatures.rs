@@ -31,15 +31,15 @@ pub fn of(t: &Trajectory, sketch: bool, fingerprints: bool) -> Signatures {
         // System prompts (an environment's policy, shared by its tasks) are not fingerprinted.
         let fingerprinted = step.role != Role::System;
         if let Some(c) = &step.content {
-            crate::near::strings(c, &mut |x| walk.text(x, true, fingerprinted));
+            c.for_each_string(&mut |x| walk.text(x, true, fingerprinted));
         }
         for call in &step.tool_calls {
             walk.text(&call.name, true, false);
-            crate::near::strings(&call.arguments, &mut |x| walk.text(x, true, fingerprinted));
+            call.arguments.for_each_string(&mut |x| walk.text(x, true, fingerprinted));
         }
         for r in &step.tool_results {
             if let Some(c) = &r.content {
-                crate::near::strings(c, &mut |x| walk.text(x, true, fingerprinted));
+                c.for_each_string(&mut |x| walk.text(x, true, fingerprinted));
             }
         }
     }

@@ -834,6 +834,43 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// `strings` of the value here, `depth` counting it and the containers around it (as
+    /// `write_value` counts them).
+    fn strings_in<'t>(&mut self, text: &'t str, out: &mut Vec<Cow<'t, str>>, depth: usize) -> Option<()> {
+        match self.peek()? {
+            b'{' | b'[' if depth > MAX_DEPTH => None,
+            b'"' => {
+                let start = self.i;
+                self.i += 1;
+                self.string()?;
+                out.push(string_text(text.get(start..self.i)?)?);
+                Some(())
+            }
+            b'[' => {
+                self.i += 1;
+                self.items(b']', |s| s.strings_in(text, out, depth + 1))
+            }
+            b'{' => {
+                self.i += 1;
+                let mut members: Vec<(Cow<'t, str>, std::ops::Range<usize>)> = Vec::new();
+                self.items(b'}', |s| {
+                    let key = s.key(text)?;
+                    let from = out.len();
+                    s.strings_in(text, out, depth + 1)?;
+                    members.push((key, from..out.len()));
+                    Some(())
+                })?;
+                sort_members(out, &mut members);
+                Some(())
+            }
+            b'-' | b'0'..=b'9' => self.number(),
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'n' => self.literal(b"null"),
+            _ => None,
+        }
+    }
+
     /// A number in JSON's grammar; one serde_json might read as out of range (or round to
     /// zero) is refused.
     fn number(&mut self) -> Option<()> {
@@ -1037,6 +1074,43 @@ pub fn string_text(literal: &str) -> Option<Cow<'_, str>> {
     }
     out.push_str(inner.get(from..)?);
     Some(Cow::Owned(out))
+}
+
+/// Each string value in `text` (checked text), decoded, in the order a walk of the `Value`
+/// serde_json builds meets them: elements in order, members by name with the last of a
+/// repeated name kept, names left out. Pushed on `out`; `None`, with nothing pushed, when the
+/// check refuses the text. Signing a run reads every string of its content and arguments,
+/// and building a `Value` tree only to walk it was most of the cost.
+pub fn strings<'t>(text: &'t str, out: &mut Vec<Cow<'t, str>>) -> Option<()> {
+    let start = out.len();
+    let mut s = Scanner::new(text);
+    s.ws();
+    let walked = s.strings_in(text, out, 2).and_then(|()| {
+        s.ws();
+        (s.i == s.b.len()).then_some(())
+    });
+    if walked.is_none() {
+        out.truncate(start);
+    }
+    walked
+}
+
+/// Puts the strings an object's members pushed on `out` (each member's name and range) in
+/// the order of their names, the last of a repeated name kept, as serde_json's map holds
+/// them. Names in strictly increasing order, the usual case, need nothing.
+fn sort_members<'t>(out: &mut Vec<Cow<'t, str>>, members: &mut [(Cow<'t, str>, std::ops::Range<usize>)]) {
+    if members.windows(2).all(|w| w[0].0 < w[1].0) {
+        return;
+    }
+    let Some(base) = members.first().map(|m| m.1.start) else { return };
+    // Stable: of equal names, the last in the text ends its run.
+    members.sort_by(|a, b| a.0.cmp(&b.0));
+    let pushed: Vec<Cow<'t, str>> = out.drain(base..).collect();
+    for (n, (name, range)) in members.iter().enumerate() {
+        if members.get(n + 1).is_none_or(|next| next.0 != *name) {
+            out.extend(pushed.get(range.start - base..range.end - base).into_iter().flatten().cloned());
+        }
+    }
 }
 
 /// The length in bytes of the string `literal` once its escapes are decoded (what
@@ -1269,6 +1343,51 @@ mod tests {
             bad[wrong] = if bad[wrong] == "]" { "}" } else { "]" };
             refused(&text(&bad));
         }
+    }
+
+    /// The strings of a `Value`, as `strings` must give them.
+    fn value_strings(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::String(s) => out.push(s.clone()),
+            Value::Array(a) => a.iter().for_each(|x| value_strings(x, out)),
+            Value::Object(o) => o.values().for_each(|x| value_strings(x, out)),
+            _ => {}
+        }
+    }
+
+    /// Synthetic (orders no real file shows together): members out of order, repeated names
+    /// (the last kept, in its name's place), escaped names that sort by their decoded text,
+    /// nesting, and strings among every other kind of value; refused text pushes nothing.
+    #[test]
+    fn strings_come_in_the_order_of_the_parsed_value() {
+        let texts = [
+            r#""one""#,
+            r#"  "sp\u00e9ce\n"  "#,
+            r#"[1, "a", null, ["b", {"z": "c", "y": ["d", 2.5]}], true, "e"]"#,
+            r#"{"b": "2", "a": "1", "c": {"y": "4", "x": "3"}}"#,
+            r#"{"k": "first", "j": "j", "k": "last"}"#,
+            r#"{"k": ["first", "x"], "k": {"n": "last"}, "a": "a"}"#,
+            r#"{"\u0062": "b-escaped", "a": "a", "c": "c"}"#,
+            r#"{"é": "e-acute", "z": "z", "\u00e8": "e-grave"}"#,
+            r#"{"a": {"b": "x", "a": "y", "b": "z"}, "a": "outer last"}"#,
+            r#"{}"#,
+            r#"[]"#,
+            r#"{"tokens": [1, 2, 3], "text": "t"}"#,
+        ];
+        for text in texts {
+            let mut want = Vec::new();
+            value_strings(&serde_json::from_str(text).unwrap(), &mut want);
+            let mut got = vec![Cow::Borrowed("before")];
+            assert_eq!(strings(text, &mut got), Some(()), "{text}");
+            assert_eq!(got[1..], want, "{text}");
+        }
+        for refused in [r#"{"a": "b""#, r#"["a", ]"#, r#""a" "b""#, r#"{"a": 01}"#] {
+            let mut got = vec![Cow::Borrowed("before")];
+            assert_eq!(strings(refused, &mut got), None, "{refused}");
+            assert_eq!(got, ["before"], "{refused}");
+        }
+        let deep = format!("{}\"x\"{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        assert_eq!(strings(&deep, &mut Vec::new()), None, "deeper than the check allows");
     }
 
     /// Synthetic: a string literal's text is what serde_json decodes, and a lone literal is

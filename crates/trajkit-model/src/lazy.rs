@@ -221,6 +221,22 @@ impl LazyValue {
         }
     }
 
+    /// Calls `f` with each string in the value, depth first: elements in order, members by
+    /// name (names left out), as a walk of `value()` meets them. Read from the text while it
+    /// is text (`build` signs the content of every distinct run), without building a `Value`.
+    pub fn for_each_string(&self, f: &mut dyn FnMut(&str)) {
+        if let Some(text) = self.text() {
+            if let Some(s) = json_text::string_text(text) {
+                return f(&s);
+            }
+            let mut found = Vec::new();
+            if json_text::strings(text, &mut found).is_some() {
+                return found.iter().for_each(|s| f(s));
+            }
+        }
+        value_strings(self.value(), f);
+    }
+
     /// The elements of an array, each still text if this was; the value itself when it is
     /// not an array.
     pub fn into_array(self) -> Result<Vec<LazyValue>, Value> {
@@ -245,6 +261,16 @@ impl LazyValue {
             Ok(v) => v,
             Err(never) => match never {},
         }
+    }
+}
+
+/// `LazyValue::for_each_string` of a parsed value.
+fn value_strings(v: &Value, f: &mut dyn FnMut(&str)) {
+    match v {
+        Value::String(s) => f(s),
+        Value::Array(a) => a.iter().for_each(|x| value_strings(x, f)),
+        Value::Object(o) => o.values().for_each(|x| value_strings(x, f)),
+        _ => {}
     }
 }
 
