@@ -3,6 +3,7 @@
 //! Every hash is XXH3-64 or a fixed-seed permutation of it, so signatures are the same
 //! on every machine, thread count and partition of a build.
 
+use trajkit_model::ascii_words;
 use twox_hash::XxHash3_64;
 
 /// Words per shingle (consecutive lowercase alphanumeric words).
@@ -22,8 +23,9 @@ pub fn hash64(bytes: &[u8]) -> u64 {
 /// Calls `f` with the hash (`hash64`) of each word of `text`, in order: each maximal run of
 /// alphanumeric characters (`char::is_alphanumeric`), of the text lowercased first when
 /// `lower` (as `str::to_lowercase` lowercases it). An ASCII text, the usual case, is split
-/// byte by byte, lowercased in `scratch`: decoding chars and looking them up in Unicode
-/// tables cost more than the rest of sketching a record's content.
+/// by byte masks (`ascii_words`), and only a word with a capital is lowercased (in
+/// `scratch`): decoding chars and looking them up in Unicode tables cost more than the rest
+/// of sketching a record's content.
 pub fn word_hashes(text: &str, lower: bool, scratch: &mut Vec<u8>, mut f: impl FnMut(u64)) {
     if !text.is_ascii() {
         let lowered;
@@ -36,15 +38,9 @@ pub fn word_hashes(text: &str, lower: bool, scratch: &mut Vec<u8>, mut f: impl F
         text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).for_each(|w| f(hash64(w.as_bytes())));
         return;
     }
-    let bytes = if lower {
-        scratch.clear();
-        scratch.extend_from_slice(text.as_bytes());
-        scratch.make_ascii_lowercase();
-        scratch.as_slice()
-    } else {
-        text.as_bytes()
-    };
-    ascii_words(bytes, |word| f(hash64(word)));
+    ascii_words::each(text.as_bytes(), |word, capital| {
+        f(if lower && capital { lowered_hash(word, scratch) } else { hash64(word) })
+    });
 }
 
 /// `word_hashes` of `text` as written (to `kept`) and lowercased (to `lowered`). An ASCII
@@ -55,34 +51,18 @@ pub fn word_hashes_both(text: &str, scratch: &mut Vec<u8>, mut kept: impl FnMut(
         word_hashes(text, true, scratch, lowered);
         return;
     }
-    ascii_words(text.as_bytes(), |word| {
+    ascii_words::each(text.as_bytes(), |word, capital| {
         let h = hash64(word);
         kept(h);
-        if word.iter().any(u8::is_ascii_uppercase) {
-            scratch.clear();
-            scratch.extend(word.iter().map(u8::to_ascii_lowercase));
-            lowered(hash64(scratch));
-        } else {
-            lowered(h);
-        }
+        lowered(if capital { lowered_hash(word, scratch) } else { h });
     });
 }
 
-/// Calls `f` with each maximal run of ASCII letters and digits in `bytes`.
-fn ascii_words(bytes: &[u8], mut f: impl FnMut(&[u8])) {
-    let mut i = 0;
-    while i < bytes.len() {
-        while bytes.get(i).is_some_and(|b| !b.is_ascii_alphanumeric()) {
-            i += 1;
-        }
-        let start = i;
-        while bytes.get(i).is_some_and(u8::is_ascii_alphanumeric) {
-            i += 1;
-        }
-        if let Some(word) = bytes.get(start..i).filter(|w| !w.is_empty()) {
-            f(word);
-        }
-    }
+/// The hash of an ASCII word lowercased (in `scratch`).
+fn lowered_hash(word: &[u8], scratch: &mut Vec<u8>) -> u64 {
+    scratch.clear();
+    scratch.extend(word.iter().map(u8::to_ascii_lowercase));
+    hash64(scratch)
 }
 
 /// The sorted, deduplicated shingle hashes of `text`: lowercase runs of alphanumeric

@@ -1,6 +1,7 @@
-//! Bit masks of byte classes, 16 bytes at a time, for the hot scans of JSON text (the end of
-//! a string, the tokens of a token-id array): bit `i` stands for byte `i`. SSE2 compares on
-//! x86_64, where SSE2 is part of every target; the same masks from 64-bit words elsewhere.
+//! Bit masks of byte classes, 16 bytes at a time, for the hot scans of text (the end of a JSON
+//! string, the tokens of a token-id array, the words a signature hashes): bit `i` stands for
+//! byte `i`. SSE2 compares on x86_64, where SSE2 is part of every target; elsewhere the same
+//! masks from 64-bit words, or byte by byte.
 
 /// The classes of a token-id array's bytes (`integer_blocks`).
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]
@@ -56,6 +57,40 @@ pub(crate) fn text_whitespace(chunk: &[u8; 16]) -> (u16, u16) {
 #[cfg(not(target_arch = "x86_64"))]
 pub(crate) fn text_whitespace(chunk: &[u8; 16]) -> (u16, u16) {
     words::text_whitespace(chunk)
+}
+
+/// The ASCII letters and digits of `chunk`, and its capitals among them.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn alphanumeric(chunk: &[u8; 16]) -> (u16, u16) {
+    use std::arch::x86_64::*;
+    // SAFETY: as in `string_specials`.
+    unsafe {
+        let v = _mm_loadu_si128(chunk.as_ptr().cast());
+        // Each range moved to the bottom of the signed range: below -128 + its size is in it.
+        let within = |v: __m128i, from: u8, size: u8| {
+            let shifted = _mm_add_epi8(v, _mm_set1_epi8(0x80u8.wrapping_sub(from) as i8));
+            _mm_cmplt_epi8(shifted, _mm_set1_epi8((0x80u8.wrapping_add(size)) as i8))
+        };
+        let upper = within(v, b'A', 26);
+        let lower = within(v, b'a', 26);
+        let digit = within(v, b'0', 10);
+        let alphanumeric = _mm_or_si128(_mm_or_si128(upper, lower), digit);
+        (_mm_movemask_epi8(alphanumeric) as u16, _mm_movemask_epi8(upper) as u16)
+    }
+}
+
+/// `alphanumeric` byte by byte.
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+fn alphanumeric_bytes(chunk: &[u8; 16]) -> (u16, u16) {
+    chunk.iter().enumerate().fold((0, 0), |(alphanumeric, upper), (i, b)| {
+        (alphanumeric | u16::from(b.is_ascii_alphanumeric()) << i, upper | u16::from(b.is_ascii_uppercase()) << i)
+    })
+}
+
+/// `alphanumeric` without vector instructions.
+#[cfg(not(target_arch = "x86_64"))]
+pub(crate) fn alphanumeric(chunk: &[u8; 16]) -> (u16, u16) {
+    alphanumeric_bytes(chunk)
 }
 
 /// The classes of the 16 bytes of `chunk`.
@@ -263,6 +298,9 @@ mod tests {
                 };
                 assert_eq!(number_classes(&chunk), expected);
                 assert_eq!(words::number_classes(&chunk), expected);
+                let words = (mask(&chunk, |b| b.is_ascii_alphanumeric()), mask(&chunk, |b| b.is_ascii_uppercase()));
+                assert_eq!(alphanumeric(&chunk), words);
+                assert_eq!(alphanumeric_bytes(&chunk), words);
             }
         }
     }

@@ -1,6 +1,7 @@
 //! trajkit-model: the canonical trajectory record that every reader produces and every
 //! later stage reads, with its canonical JSON form and content digests.
 
+pub mod ascii_words;
 mod byte_masks;
 pub mod canonical;
 pub mod compact;
