@@ -64,13 +64,11 @@ pub(crate) fn fingerprints_of(grams: &[u64]) -> Option<Vec<u64>> {
 
 /// Appends the hash of every `NGRAM_WORDS` consecutive words of the word hashes `words`.
 pub(crate) fn ngrams_of(words: &[u64], out: &mut Vec<u64>) {
-    for w in words.windows(NGRAM_WORDS) {
-        let mut x = 0u64;
-        for h in w {
-            x = (x.rotate_left(23) ^ h).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-        x ^= x >> 31;
-        out.push(x.wrapping_mul(0xBF58_476D_1CE4_E5B9) ^ (x >> 29));
+    let start = out.len();
+    crate::minhash::window_folds::<NGRAM_WORDS>(words, out);
+    for x in &mut out[start..] {
+        let y = *x ^ (*x >> 31);
+        *x = y.wrapping_mul(0xBF58_476D_1CE4_E5B9) ^ (y >> 29);
     }
 }
 

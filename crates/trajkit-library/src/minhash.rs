@@ -250,8 +250,59 @@ pub fn banded_candidates(items: &[(u32, BandKeys)]) -> Vec<(u32, u32)> {
     pairs
 }
 
+/// A content shingle's hash from the fold of its words.
+fn shingle_hash(fold: u64) -> u64 {
+    let x = fold ^ (fold >> 31);
+    let x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x ^ (x >> 29)
+}
+
 /// Words per content shingle (trajectory content is longer and more repetitive than an instruction).
 pub const CONTENT_SHINGLE_WORDS: usize = 5;
+
+/// The step that folds a word's hash `h` into `x`: n-grams and content shingles hash their
+/// words oldest first from 0.
+#[inline(always)]
+fn fold_word(x: u64, h: u64) -> u64 {
+    (x.rotate_left(23) ^ h).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+/// Appends the fold (`fold_word`) of every `N` consecutive hashes of `words`, in order (none
+/// when there are fewer). With 64-bit vector multiplies the windows are folded side by side,
+/// each a lane (the same values on every path): a fold per word and window position one
+/// after another was most of signing a run's content.
+pub(crate) fn window_folds<const N: usize>(words: &[u64], out: &mut Vec<u64>) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if is_x86_feature_detected!("avx512dq") && is_x86_feature_detected!("avx512vl") {
+            // SAFETY: the CPU has the features `folds_side_by_side_avx512` is compiled for.
+            return unsafe { folds_side_by_side_avx512::<N>(words, out) };
+        }
+    }
+    out.extend(words.windows(N).map(|w| w.iter().fold(0, |x, h| fold_word(x, *h))));
+}
+
+/// `window_folds` one word position at a time, over every window: a pass per position, each
+/// window a lane (without 64-bit vector multiplies the window-by-window fold is faster).
+#[inline(always)]
+fn folds_side_by_side<const N: usize>(words: &[u64], out: &mut Vec<u64>) {
+    let Some(count) = (words.len() + 1).checked_sub(N).filter(|&n| n > 0) else { return };
+    let start = out.len();
+    out.resize(start + count, 0);
+    let windows = &mut out[start..];
+    for k in 0..N {
+        for (x, h) in windows.iter_mut().zip(&words[k..]) {
+            *x = fold_word(*x, *h);
+        }
+    }
+}
+
+/// `folds_side_by_side` compiled for AVX-512 (64-bit lane multiplies and rotates).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx512vl")]
+fn folds_side_by_side_avx512<const N: usize>(words: &[u64], out: &mut Vec<u64>) {
+    folds_side_by_side::<N>(words, out)
+}
 
 /// A one-permutation MinHash over a stream of text: each shingle of `CONTENT_SHINGLE_WORDS`
 /// words (runs of alphanumeric characters, case kept) is hashed once; its top 7 bits pick
@@ -262,6 +313,9 @@ pub struct ContentSketch {
     words: usize,
     bins: Vec<u32>,
     filled: bool,
+    /// The last words before a text and the text's words, then their shingles' folds.
+    run: Vec<u64>,
+    folds: Vec<u64>,
 }
 
 impl Default for ContentSketch {
@@ -271,6 +325,8 @@ impl Default for ContentSketch {
             words: 0,
             bins: vec![u32::MAX; PERMUTATIONS],
             filled: false,
+            run: Vec::new(),
+            folds: Vec::new(),
         }
     }
 }
@@ -278,28 +334,36 @@ impl Default for ContentSketch {
 impl ContentSketch {
     /// Adds the words of `text` (the word window runs on across calls).
     pub fn add_text(&mut self, text: &str) {
-        word_hashes(text, false, &mut Vec::new(), |h| self.add_word(h));
+        let mut words = Vec::new();
+        word_hashes(text, false, &mut Vec::new(), |h| words.push(h));
+        self.add_words(&words);
     }
 
-    /// Adds the word whose hash is `h`.
-    pub fn add_word(&mut self, h: u64) {
-        self.window[self.words % CONTENT_SHINGLE_WORDS] = h;
-        self.words += 1;
-        if self.words >= CONTENT_SHINGLE_WORDS {
-            self.add_shingle(self.combined(CONTENT_SHINGLE_WORDS));
+    /// Adds the words whose hashes are `words`, in order: a shingle ends at each word with
+    /// at least `CONTENT_SHINGLE_WORDS - 1` words before it, here or in earlier calls.
+    pub fn add_words(&mut self, words: &[u64]) {
+        let before = self.words.min(CONTENT_SHINGLE_WORDS - 1);
+        self.run.clear();
+        self.run.extend((0..before).map(|k| self.window[(self.words - before + k) % CONTENT_SHINGLE_WORDS]));
+        self.run.extend_from_slice(words);
+        self.folds.clear();
+        window_folds::<CONTENT_SHINGLE_WORDS>(&self.run, &mut self.folds);
+        let folds = std::mem::take(&mut self.folds);
+        folds.iter().for_each(|&x| self.add_shingle(shingle_hash(x)));
+        self.folds = folds;
+        // The window keeps word `i` at `i % CONTENT_SHINGLE_WORDS`; only the last ones stay.
+        let skipped = words.len().saturating_sub(CONTENT_SHINGLE_WORDS);
+        self.words += skipped;
+        for &h in &words[skipped..] {
+            self.window[self.words % CONTENT_SHINGLE_WORDS] = h;
+            self.words += 1;
         }
     }
 
     /// The hash of the last `n` words, oldest first.
     fn combined(&self, n: usize) -> u64 {
-        let mut x = 0u64;
-        for k in 0..n {
-            let h = self.window[(self.words + CONTENT_SHINGLE_WORDS - n + k) % CONTENT_SHINGLE_WORDS];
-            x = (x.rotate_left(23) ^ h).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-        x ^= x >> 31;
-        x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        x ^ (x >> 29)
+        let last = |k| self.window[(self.words + CONTENT_SHINGLE_WORDS - n + k) % CONTENT_SHINGLE_WORDS];
+        shingle_hash((0..n).fold(0, |x, k| fold_word(x, last(k))))
     }
 
     fn add_shingle(&mut self, x: u64) {
@@ -487,6 +551,60 @@ mod tests {
         let got = candidates(&items);
         assert_eq!(got, want);
         assert!(got.len() > 40 && got.len() < 780, "some pairs, not all: {}", got.len());
+    }
+
+    /// Synthetic (an algorithm's equivalence): window folds on every path equal the fold
+    /// of each window, for 0 to 40 words and windows of 1, 5 and 13; a sketch fed in calls of
+    /// every size (a shingle spanning calls, a first call shorter than a shingle) equals one
+    /// fed word by word with the per-word fold it replaced.
+    #[test]
+    fn window_folds_and_sketches_fold_each_window() {
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let words: Vec<u64> = (0..40)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            })
+            .collect();
+        fn by_window<const N: usize>(words: &[u64]) -> Vec<u64> {
+            words.windows(N).map(|w| w.iter().fold(0, |x, h| fold_word(x, *h))).collect()
+        }
+        for n in 0..=words.len() {
+            let w = &words[..n];
+            let (mut fast, mut side_by_side) = (vec![7], vec![7]);
+            window_folds::<13>(w, &mut fast);
+            folds_side_by_side::<13>(w, &mut side_by_side);
+            assert_eq!(fast[1..], by_window::<13>(w), "{n} words");
+            assert_eq!(side_by_side, fast, "{n} words, side by side");
+            let (mut five, mut one) = (Vec::new(), Vec::new());
+            window_folds::<5>(w, &mut five);
+            window_folds::<1>(w, &mut one);
+            assert_eq!((five, one), (by_window::<5>(w), by_window::<1>(w)), "{n} words");
+        }
+        let word_by_word = |words: &[u64]| {
+            let mut s = ContentSketch::default();
+            for (i, _) in words.iter().enumerate() {
+                if i + 1 >= CONTENT_SHINGLE_WORDS {
+                    let fold = words[i + 1 - CONTENT_SHINGLE_WORDS..=i].iter().fold(0, |x, h| fold_word(x, *h));
+                    s.add_shingle(shingle_hash(fold));
+                }
+            }
+            s.words = words.len();
+            for (i, h) in words.iter().enumerate() {
+                s.window[i % CONTENT_SHINGLE_WORDS] = *h;
+            }
+            s.finish()
+        };
+        for n in 0..=words.len() {
+            for call in [1, 2, 3, 4, 5, 7, 40] {
+                let mut s = ContentSketch::default();
+                words[..n].chunks(call).for_each(|c| s.add_words(c));
+                s.add_words(&[]);
+                assert_eq!(s.finish(), word_by_word(&words[..n]), "{n} words in calls of {call}");
+            }
+        }
     }
 
     fn sketch(text: &str) -> Option<Signature> {

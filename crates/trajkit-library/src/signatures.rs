@@ -23,6 +23,7 @@ pub fn of(t: &Trajectory, sketch: bool, fingerprints: bool) -> Signatures {
         grams: fingerprints.then(Vec::new),
         scratch: Vec::new(),
         words: Vec::new(),
+        kept: Vec::new(),
     };
     if let Some(i) = &t.task.instruction {
         walk.text(i, false, true);
@@ -58,6 +59,8 @@ struct Walk {
     scratch: Vec<u8>,
     /// The lowercased word hashes of the text.
     words: Vec<u64>,
+    /// The word hashes of the text as written.
+    kept: Vec<u64>,
 }
 
 impl Walk {
@@ -65,16 +68,22 @@ impl Walk {
     /// span two texts) to the fingerprints (when `fingerprinted`).
     fn text(&mut self, text: &str, sketched: bool, fingerprinted: bool) {
         let sketch = self.sketch.as_mut().filter(|_| sketched);
+        self.kept.clear();
+        let kept = &mut self.kept;
         let Some(grams) = self.grams.as_mut().filter(|_| fingerprinted) else {
             if let Some(s) = sketch {
-                word_hashes(text, false, &mut self.scratch, |h| s.add_word(h));
+                word_hashes(text, false, &mut self.scratch, |h| kept.push(h));
+                s.add_words(kept);
             }
             return;
         };
         self.words.clear();
         let words = &mut self.words;
         match sketch {
-            Some(s) => word_hashes_both(text, &mut self.scratch, |h| s.add_word(h), |h| words.push(h)),
+            Some(s) => {
+                word_hashes_both(text, &mut self.scratch, |h| kept.push(h), |h| words.push(h));
+                s.add_words(kept);
+            }
             None => word_hashes(text, true, &mut self.scratch, |h| words.push(h)),
         }
         crate::contamination::ngrams_of(words, grams);
