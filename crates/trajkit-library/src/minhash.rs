@@ -22,40 +22,68 @@ pub fn hash64(bytes: &[u8]) -> u64 {
 
 /// Calls `f` with the hash (`hash64`) of each word of `text`, in order: each maximal run of
 /// alphanumeric characters (`char::is_alphanumeric`), of the text lowercased first when
-/// `lower` (as `str::to_lowercase` lowercases it). An ASCII text, the usual case, is split
-/// by byte masks (`ascii_words`), and only a word with a capital is lowercased (in
-/// `scratch`): decoding chars and looking them up in Unicode tables cost more than the rest
-/// of sketching a record's content.
+/// `lower` (as `str::to_lowercase` lowercases it). ASCII text, most of any text, is split by
+/// byte masks (`ascii_words`), and only a word with a capital is lowercased (in `scratch`):
+/// decoding chars and looking them up in Unicode tables cost more than the rest of
+/// sketching a record's content. Only the words around a character past ASCII take that way
+/// (`spans`).
 pub fn word_hashes(text: &str, lower: bool, scratch: &mut Vec<u8>, mut f: impl FnMut(u64)) {
-    if !text.is_ascii() {
-        let lowered;
-        let text = if lower {
-            lowered = text.to_lowercase();
-            &lowered
+    spans(text, |span, ascii| {
+        if ascii {
+            ascii_words::each(span.as_bytes(), |word, capital| {
+                f(if lower && capital { lowered_hash(word, scratch) } else { hash64(word) })
+            });
+        } else if lower {
+            unicode_words(&span.to_lowercase(), &mut f);
         } else {
-            text
-        };
-        text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).for_each(|w| f(hash64(w.as_bytes())));
-        return;
-    }
-    ascii_words::each(text.as_bytes(), |word, capital| {
-        f(if lower && capital { lowered_hash(word, scratch) } else { hash64(word) })
+            unicode_words(span, &mut f);
+        }
     });
 }
 
-/// `word_hashes` of `text` as written (to `kept`) and lowercased (to `lowered`). An ASCII
-/// text is split once, and a word without capitals hashed once for both.
+/// `word_hashes` of `text` as written (to `kept`) and lowercased (to `lowered`). ASCII is
+/// split once for both, and a word without capitals hashed once.
 pub fn word_hashes_both(text: &str, scratch: &mut Vec<u8>, mut kept: impl FnMut(u64), mut lowered: impl FnMut(u64)) {
-    if !text.is_ascii() {
-        word_hashes(text, false, scratch, kept);
-        word_hashes(text, true, scratch, lowered);
-        return;
-    }
-    ascii_words::each(text.as_bytes(), |word, capital| {
-        let h = hash64(word);
-        kept(h);
-        lowered(if capital { lowered_hash(word, scratch) } else { h });
+    spans(text, |span, ascii| {
+        if ascii {
+            ascii_words::each(span.as_bytes(), |word, capital| {
+                let h = hash64(word);
+                kept(h);
+                lowered(if capital { lowered_hash(word, scratch) } else { h });
+            });
+        } else {
+            unicode_words(span, &mut kept);
+            unicode_words(&span.to_lowercase(), &mut lowered);
+        }
     });
+}
+
+/// Calls `f` with the hash of each run of alphanumeric characters of `text`.
+fn unicode_words(text: &str, f: &mut impl FnMut(u64)) {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).for_each(|w| f(hash64(w.as_bytes())));
+}
+
+/// Calls `f` with the spans of `text`, in order, and whether each is ASCII: each character
+/// past ASCII with the run of non-whitespace around it is a span of its own. ASCII
+/// whitespace ends words, and the one lowercasing that reads a character's neighbours (a
+/// final sigma: `str::to_lowercase` looks past letters and case-ignorable characters such
+/// as `.` and `'`, never past whitespace) stops there, so the words and lowercased words
+/// of the spans are those of the whole text.
+fn spans(text: &str, mut f: impl FnMut(&str, bool)) {
+    let b = text.as_bytes();
+    let mut from = 0;
+    while let Some(at) = b.get(from..).and_then(|rest| rest.iter().position(|c| !c.is_ascii())).map(|n| from + n) {
+        let start = b[from..at].iter().rposition(u8::is_ascii_whitespace).map_or(from, |p| from + p + 1);
+        let end = b[at..].iter().position(u8::is_ascii_whitespace).map_or(b.len(), |p| at + p);
+        if let (Some(ascii), Some(other)) = (text.get(from..start), text.get(start..end)) {
+            f(ascii, true);
+            f(other, false);
+        }
+        from = end;
+    }
+    if let Some(rest) = text.get(from..) {
+        f(rest, true);
+    }
 }
 
 /// The hash of an ASCII word lowercased (in `scratch`).
@@ -412,7 +440,9 @@ mod tests {
     }
 
     /// Synthetic texts: every kind of separator, case and non-ASCII character next to the
-    /// ASCII path (İ lowercases to i and a combining dot, which splits the word).
+    /// ASCII path (İ lowercases to i and a combining dot, which splits the word), and final
+    /// sigmas whose lowercasing reads past punctuation to an ASCII letter, or stops at
+    /// whitespace, within texts that are mostly ASCII.
     #[test]
     fn word_hashes_are_the_hashes_of_the_split_words() {
         let texts = [
@@ -423,6 +453,12 @@ mod tests {
             "trailing space ",
             "ΣΊΣΥΦΟΣ rolls; İstanbul naïve café 東京 2026",
             "MiXeD123abc DEF",
+            "ΟΔΟΣ.ΑΒ ΟΔΟΣ ΑΣ'B ΑΣ.b ΑΣ Β Σ aΣ. ΣΑΣ\tΣ x",
+            "The quick ΔΟΣ brown Fox. Jumps ΑΣ.b over\nthe LAZY ΑΣ\rdog",
+            "é starts, ends with é",
+            "İİ\nİ ﬃ ß ΐ Straße",
+            "a\u{a0}B nbsp; café—NAÏVE — em dash",
+            "plain ASCII before\n\n\u{1F600} an emoji and after, ASCII AGAIN",
         ];
         for text in texts {
             for lower in [false, true] {
