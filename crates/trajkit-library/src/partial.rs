@@ -228,6 +228,7 @@ fn write_partial(
         strict_failure: None,
         progress,
         signed: Signing::default(),
+        fingerprinted: fingerprinted(sources),
     };
     let mut files = 0u64;
     let signed = sink.signed.clone();
@@ -247,7 +248,7 @@ fn write_partial(
             canonical: true,
             records: false,
             outcomes: outcomes.clone(),
-            analyze: Some(analyzer(resolved, &opts.split, signed.clone())),
+            analyze: Some(analyzer(resolved, &opts.split, signed.clone(), sink.fingerprinted)),
             max_record_bytes: opts.max_record_bytes,
         };
         files += run.len() as u64;
@@ -305,6 +306,8 @@ struct PartialSink<'a> {
     /// The digests the analyzers made signatures of (`MADE`), and those whose signatures
     /// this partial has written (`FILED`).
     signed: Signing,
+    /// Whether content fingerprints are made (`fingerprinted`).
+    fingerprinted: bool,
 }
 
 /// Counts of ids seen so far, by hash (the `~N` suffixes).
@@ -371,7 +374,7 @@ impl PartialSink<'_> {
         }
         let t: Trajectory = serde_json::from_slice(canonical)
             .map_err(|e| LibraryError::Invalid { path: PathBuf::from(&row.path), message: e.to_string() })?;
-        Ok(content_of(&t))
+        Ok(content_of(&t, self.fingerprinted))
     }
 
     /// Files a record: a unique id within the partial, a shard line, and its entry.
@@ -414,13 +417,22 @@ struct Analysis {
     content: Option<Signatures>,
 }
 
-/// What is computed once per distinct interaction: its content sketch (`near`) and its
-/// n-gram fingerprints (`contamination`); none with the bench switch `signatures_off`.
-fn content_of(t: &Trajectory) -> Signatures {
+/// What is computed once per distinct interaction: its content sketch (`near`) and, when
+/// `fingerprinted`, its n-gram fingerprints (`contamination`); none with the bench switch
+/// `signatures_off`.
+fn content_of(t: &Trajectory, fingerprinted: bool) -> Signatures {
     if signatures_off() {
         return Signatures::default();
     }
-    crate::signatures::of(t, true, true)
+    crate::signatures::of(t, true, fingerprinted)
+}
+
+/// Whether a build of `sources` needs content fingerprints: the contamination report
+/// matches training content against `evaluation_only` trajectories' only, so without such a
+/// source they would be made and never read (a quarter of signing a run's content). Every
+/// partial and finalize of a build read the same registry.
+fn fingerprinted(sources: &[ResolvedSource]) -> bool {
+    sources.iter().any(|s| s.source.role == crate::registry::Role::EvaluationOnly)
 }
 
 /// Bench switch `TRAJKIT_BENCH_NO_SIGNATURES=1`: the map phase computes no instruction
@@ -441,7 +453,12 @@ fn sign_every() -> bool {
 }
 
 /// The analyzer of one source: its row (id and shard filled in later), steps and calls.
-fn analyzer(source: &ResolvedSource, split: &SplitConfig, signed: Signing) -> trajkit_formats::pipeline::Analyzer {
+fn analyzer(
+    source: &ResolvedSource,
+    split: &SplitConfig,
+    signed: Signing,
+    fingerprinted: bool,
+) -> trajkit_formats::pipeline::Analyzer {
     let (source, split) = (source.clone(), split.clone());
     let run = Arc::new(move |t: &Trajectory, interaction_digest: Option<String>| {
         let row = make_row(t, t.id.clone(), interaction_digest, &source, &split, String::new(), 0);
@@ -457,7 +474,7 @@ fn analyzer(source: &ResolvedSource, split: &SplitConfig, signed: Signing) -> tr
             Err(_) => (true, true),
         };
         let shingles = t.task.instruction.as_deref().filter(|_| instruction).map(instruction_shingles);
-        let content = interaction.then(|| content_of(t));
+        let content = interaction.then(|| content_of(t, fingerprinted));
         Box::new(Analysis { row, steps, calls, shingles, content }) as Box<dyn std::any::Any + Send>
     });
     trajkit_formats::pipeline::Analyzer { interaction: true, run }

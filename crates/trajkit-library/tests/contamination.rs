@@ -245,3 +245,38 @@ fn the_real_fixtures_report_is_pinned_and_the_same_in_any_partition() {
     let keys = r["tasks"][0]["trajectories"].as_array().unwrap().iter();
     assert!(keys.clone().all(|o| o["task_key"].as_str().unwrap().starts_with("tau2_benchmark_agent/[service_issue]")));
 }
+
+/// The entries of a two-phase build's partials (`plan`, then `build_partial` per group).
+fn partial_entries(dir: &Path, opts: &BuildOptions) -> Vec<serde_json::Map<String, Value>> {
+    let staging = dir.join("staging");
+    let plan = trajkit_library::plan(opts, None).expect("plan");
+    plan.groups
+        .iter()
+        .flat_map(|group| {
+            trajkit_library::build_partial(opts, group, &staging, &Quiet).expect("partial");
+            let entries = trajkit_library::plan::partial_dir(&staging, group.index).join("entries.jsonl");
+            common::json_lines(&entries)
+        })
+        .collect()
+}
+
+/// Fingerprints are made only where the report can read them: with an `evaluation_only`
+/// source every distinct interaction carries them beside its sketch; the same files as
+/// training sources only carry sketches alone.
+#[test]
+fn content_is_fingerprinted_only_for_a_build_with_an_evaluation_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = contaminated_sources(dir.path());
+    let training = dir.path().join("training.toml");
+    std::fs::write(&training, std::fs::read_to_string(&registry).unwrap().replace("evaluation_only", "training"))
+        .unwrap();
+    let mut counts = Vec::new();
+    for (name, registry) in [("with", registry), ("without", training)] {
+        let opts = BuildOptions { registry: Some(registry), output: dir.path().join(name), ..BuildOptions::default() };
+        let entries = partial_entries(&dir.path().join(name), &opts);
+        let trajectories: Vec<_> = entries.iter().filter_map(|e| e.get("Trajectory")).collect();
+        let with = |key: &str| trajectories.iter().filter(|t| t.get(key).is_some()).count();
+        counts.push((trajectories.len(), with("content"), with("ngrams")));
+    }
+    assert_eq!(counts, [(4, 4, 4), (4, 4, 0)]);
+}
