@@ -69,7 +69,7 @@ fn unicode_words(text: &str, f: &mut impl FnMut(u64)) {
 /// final sigma: `str::to_lowercase` looks past letters and case-ignorable characters such
 /// as `.` and `'`, never past whitespace) stops there, so the words and lowercased words
 /// of the spans are those of the whole text.
-fn spans(text: &str, mut f: impl FnMut(&str, bool)) {
+fn spans<'t>(text: &'t str, mut f: impl FnMut(&'t str, bool)) {
     let b = text.as_bytes();
     let mut from = 0;
     while let Some(at) = b.get(from..).and_then(|rest| rest.iter().position(|c| !c.is_ascii())).map(|n| from + n) {
@@ -98,7 +98,11 @@ fn lowered_hash(word: &[u8], scratch: &mut Vec<u8>) -> u64 {
 /// space) are hashed; a text of fewer words is one shingle; a text without words has none.
 pub fn shingles(text: &str) -> Vec<u64> {
     let lower = text.to_lowercase();
-    let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let mut words: Vec<&[u8]> = Vec::new();
+    spans(&lower, |span, ascii| match ascii {
+        true => ascii_words::each(span.as_bytes(), |word, _| words.push(word)),
+        false => words.extend(span.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::as_bytes)),
+    });
     if words.is_empty() {
         return Vec::new();
     }
@@ -112,7 +116,7 @@ pub fn shingles(text: &str) -> Vec<u64> {
                 if i > 0 {
                     joined.push(b' ');
                 }
-                joined.extend_from_slice(word.as_bytes());
+                joined.extend_from_slice(word);
             }
             hash64(&joined)
         })
@@ -478,6 +482,30 @@ mod tests {
             word_hashes(text, false, &mut Vec::new(), |h| want_kept.push(h));
             word_hashes(text, true, &mut Vec::new(), |h| want_lowered.push(h));
             assert_eq!((kept, lowered), (want_kept, want_lowered), "{text:?} both");
+        }
+    }
+
+    /// Synthetic: mostly ASCII instructions with characters past ASCII (final sigmas, dotted
+    /// capital I, emoji) give the shingles of the whole text lowercased and split by chars.
+    #[test]
+    fn shingles_are_those_of_the_text_split_by_chars() {
+        let by_chars = |text: &str| {
+            let lower = text.to_lowercase();
+            let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+            let mut out: Vec<u64> =
+                words.windows(SHINGLE_WORDS.min(words.len()).max(1)).map(|w| hash64(w.join(" ").as_bytes())).collect();
+            out.sort_unstable();
+            out.dedup();
+            out
+        };
+        for text in [
+            "Fix the bug, NOW!\n\tthen run `cargo test` (x2)",
+            "ΟΔΟΣ.ΑΒ ΟΔΟΣ ΑΣ'B ΑΣ.b ΑΣ Β Σ aΣ. ΣΑΣ\tΣ x",
+            "İİ\nİ ﬃ ß ΐ Straße, then \u{1F600} and ASCII AGAIN",
+            "one",
+            " ... ",
+        ] {
+            assert_eq!(shingles(text), by_chars(text), "{text:?}");
         }
     }
 

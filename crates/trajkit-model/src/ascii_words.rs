@@ -9,7 +9,7 @@ const BLOCK: usize = 64;
 
 /// Calls `f` with each maximal run of ASCII letters and digits in `bytes`, in order, and
 /// whether the run holds a capital letter.
-pub fn each(bytes: &[u8], mut f: impl FnMut(&[u8], bool)) {
+pub fn each<'b>(bytes: &'b [u8], mut f: impl FnMut(&'b [u8], bool)) {
     // A run that reached the end of the block before: where it starts, whether it has a
     // capital so far.
     let mut open: Option<(usize, bool)> = None;
