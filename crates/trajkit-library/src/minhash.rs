@@ -543,6 +543,14 @@ mod tests {
         assert_eq!(estimate(&signature(&a), &signature(&a)), 1.0);
     }
 
+    /// The next value of the xorshift64 sequence in `x`: synthetic hashes.
+    fn xorshift(x: &mut u64) -> u64 {
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        *x
+    }
+
     /// The definition: per slot, the least high half of `h * mul + add` over the set, with
     /// slot `i`'s SplitMix64 pair computed at run time.
     fn signature_by_definition(shingles: &[u64]) -> Signature {
@@ -562,14 +570,7 @@ mod tests {
         // through the plain fold.
         let mut x = 0x2545_F491_4F6C_DD1Du64;
         for n in 0..300 {
-            let set: Vec<u64> = (0..n)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    x
-                })
-                .collect();
+            let set: Vec<u64> = (0..n).map(|_| xorshift(&mut x)).collect();
             let want = signature_by_definition(&set);
             assert_eq!(signature(&set), want, "{n} shingles");
             let mut plain = [u32::MAX; PERMUTATIONS];
@@ -624,14 +625,7 @@ mod tests {
     #[test]
     fn window_folds_and_sketches_fold_each_window() {
         let mut x = 0x2545_F491_4F6C_DD1Du64;
-        let words: Vec<u64> = (0..40)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x
-            })
-            .collect();
+        let words: Vec<u64> = (0..40).map(|_| xorshift(&mut x)).collect();
         fn by_window<const N: usize>(words: &[u64]) -> Vec<u64> {
             words.windows(N).map(|w| w.iter().fold(0, |x, h| fold_word(x, *h))).collect()
         }
