@@ -58,9 +58,15 @@ pub fn word_hashes_both(text: &str, scratch: &mut Vec<u8>, mut kept: impl FnMut(
     });
 }
 
-/// Calls `f` with the hash of each run of alphanumeric characters of `text`.
+/// Calls `f` with the hash of each word of `text` (`unicode_runs`).
 fn unicode_words(text: &str, f: &mut impl FnMut(u64)) {
-    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).for_each(|w| f(hash64(w.as_bytes())));
+    unicode_runs(text).for_each(|w| f(hash64(w.as_bytes())));
+}
+
+/// The runs of alphanumeric characters (`char::is_alphanumeric`) of `text`: its words where
+/// it is not ASCII.
+fn unicode_runs(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty())
 }
 
 /// Calls `f` with the spans of `text`, in order, and whether each is ASCII: each character
@@ -101,7 +107,7 @@ pub fn shingles(text: &str) -> Vec<u64> {
     let mut words: Vec<&[u8]> = Vec::new();
     spans(&lower, |span, ascii| match ascii {
         true => ascii_words::each(span.as_bytes(), |word, _| words.push(word)),
-        false => words.extend(span.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::as_bytes)),
+        false => words.extend(unicode_runs(span).map(str::as_bytes)),
     });
     if words.is_empty() {
         return Vec::new();

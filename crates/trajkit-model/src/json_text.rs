@@ -1081,7 +1081,7 @@ pub fn string_text(literal: &str) -> Option<Cow<'_, str>> {
 /// repeated name kept, names left out. Pushed on `out`; `None`, with nothing pushed, when the
 /// check refuses the text. Signing a run reads every string of its content and arguments,
 /// and building a `Value` tree only to walk it was most of the cost.
-pub fn strings<'t>(text: &'t str, out: &mut Vec<Cow<'t, str>>) -> Option<()> {
+pub(crate) fn strings<'t>(text: &'t str, out: &mut Vec<Cow<'t, str>>) -> Option<()> {
     let start = out.len();
     let mut s = Scanner::new(text);
     s.ws();
