@@ -370,13 +370,6 @@ impl Default for ContentSketch {
 }
 
 impl ContentSketch {
-    /// Adds the words of `text` (the word window runs on across calls).
-    pub fn add_text(&mut self, text: &str) {
-        let mut words = Vec::new();
-        word_hashes(text, false, &mut Vec::new(), |h| words.push(h));
-        self.add_words(&words);
-    }
-
     /// Adds the words whose hashes are `words`, in order: a shingle ends at each word with
     /// at least `CONTENT_SHINGLE_WORDS - 1` words before it, here or in earlier calls.
     pub fn add_words(&mut self, words: &[u64]) {
@@ -671,9 +664,12 @@ mod tests {
         }
     }
 
+    /// The sketch of `text`'s words, case kept (as `signatures` sketches a run's content).
     fn sketch(text: &str) -> Option<Signature> {
+        let mut words = Vec::new();
+        word_hashes(text, false, &mut Vec::new(), |h| words.push(h));
         let mut s = ContentSketch::default();
-        s.add_text(text);
+        s.add_words(&words);
         s.finish()
     }
 

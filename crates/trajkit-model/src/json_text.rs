@@ -1345,16 +1345,6 @@ mod tests {
         }
     }
 
-    /// The strings of a `Value`, as `strings` must give them.
-    fn value_strings(v: &Value, out: &mut Vec<String>) {
-        match v {
-            Value::String(s) => out.push(s.clone()),
-            Value::Array(a) => a.iter().for_each(|x| value_strings(x, out)),
-            Value::Object(o) => o.values().for_each(|x| value_strings(x, out)),
-            _ => {}
-        }
-    }
-
     /// Synthetic (orders no real file shows together): members out of order, repeated names
     /// (the last kept, in its name's place), escaped names that sort by their decoded text,
     /// nesting, and strings among every other kind of value; refused text pushes nothing.
@@ -1376,7 +1366,7 @@ mod tests {
         ];
         for text in texts {
             let mut want = Vec::new();
-            value_strings(&serde_json::from_str(text).unwrap(), &mut want);
+            crate::lazy::value_strings(&serde_json::from_str(text).unwrap(), &mut |s| want.push(s.to_string()));
             let mut got = vec![Cow::Borrowed("before")];
             assert_eq!(strings(text, &mut got), Some(()), "{text}");
             assert_eq!(got[1..], want, "{text}");

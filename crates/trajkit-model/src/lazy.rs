@@ -264,8 +264,9 @@ impl LazyValue {
     }
 }
 
-/// `LazyValue::for_each_string` of a parsed value.
-fn value_strings(v: &Value, f: &mut dyn FnMut(&str)) {
+/// `LazyValue::for_each_string` of a parsed value (and the definition `json_text::strings`
+/// is tested against).
+pub(crate) fn value_strings(v: &Value, f: &mut dyn FnMut(&str)) {
     match v {
         Value::String(s) => f(s),
         Value::Array(a) => a.iter().for_each(|x| value_strings(x, f)),
