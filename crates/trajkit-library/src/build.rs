@@ -144,12 +144,13 @@ pub fn build_with(
     progress.start(plan.files, plan.bytes);
     progress.stage("reading");
     let staging = session.staging();
+    let input_bytes = plan.bytes;
     let streamed = std::thread::scope(|s| -> Result<Option<Merge>, LibraryError> {
         let Some(first) = plan.groups.first() else { return Ok(None) };
         let (tee, entries) = crossbeam_channel::bounded(MERGE_QUEUE);
         // Errors name the partial: its entries never reach `entries.jsonl` here.
         let named = crate::plan::partial_dir(staging, first.index);
-        let merging = s.spawn(move || Merge::streamed(opts, staging, &named, entries));
+        let merging = s.spawn(move || Merge::streamed(opts, staging, &named, entries, input_bytes));
         let mut tee = Some(tee);
         // Each group's file list goes to its read (finalize needs only the groups' numbers).
         for group in plan.groups.iter_mut() {

@@ -66,7 +66,7 @@ pub(crate) fn finalize_from(
     let first = usize::from(streamed.is_some());
     let mut merge = match streamed {
         Some(merge) => merge,
-        None => Merge::start(opts, &registry, staging)?,
+        None => Merge::start(opts, &registry, staging, plan.bytes)?,
     };
     for p in partials.iter().take(first) {
         merge.place_streamed(staging, p)?;
@@ -268,9 +268,16 @@ struct IdRow {
 }
 
 impl Merge {
-    /// An empty merge: the index writer started, sources and build metadata sent.
-    pub(crate) fn start(opts: &BuildOptions, registry: &Registry, staging: &Path) -> Result<Merge, LibraryError> {
-        let index = IndexWriter::start(&staging.join("index.sqlite"))?;
+    /// An empty merge: the index writer started (sized for a plan of `input_bytes`), sources
+    /// and build metadata sent.
+    pub(crate) fn start(
+        opts: &BuildOptions,
+        registry: &Registry,
+        staging: &Path,
+        input_bytes: u64,
+    ) -> Result<Merge, LibraryError> {
+        let page_size = crate::index::page_size(input_bytes);
+        let index = IndexWriter::start(&staging.join("index.sqlite"), page_size)?;
         send_header(&index, registry, opts);
         Ok(Merge {
             index,
@@ -288,15 +295,16 @@ impl Merge {
     /// (`entries`, until the sender is dropped; none goes through `entries.jsonl`): what
     /// `partial` does, done while the partial is read. The first partial's ids are the
     /// library's and its shards keep their numbers, so no entry waits for the partial's end.
-    /// `path` names the partial in errors.
+    /// `path` names the partial in errors; `input_bytes` are the plan's (`Merge::start`).
     pub(crate) fn streamed(
         opts: &BuildOptions,
         staging: &Path,
         path: &Path,
         entries: crossbeam_channel::Receiver<Entry>,
+        input_bytes: u64,
     ) -> Result<Merge, LibraryError> {
         let registry = registry_of(opts)?;
-        let mut merge = Merge::start(opts, &registry, staging)?;
+        let mut merge = Merge::start(opts, &registry, staging, input_bytes)?;
         let none = Placements::new();
         for (n, entry) in entries.iter().enumerate() {
             merge.entry(path, n, entry, None, &none, &registry)?;

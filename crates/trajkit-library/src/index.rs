@@ -174,11 +174,22 @@ pub enum Msg {
 /// step 101).
 const CACHE_KIB: u32 = 16 << 10;
 
-/// The index's page size, SQLite's largest: the cache holds as many bytes as with 8 KiB
-/// pages, and each page read or written past it is an eighth of the system calls. A 4 GB
-/// build took 6 % less wall time than with 8 KiB, for the same SQL dump and about the same
-/// file size (docs/PERFORMANCE.md, forty-fifth session).
-const PAGE_SIZE: u32 = 64 << 10;
+/// The index's page size for a build that reads `input_bytes`. From `LARGE_PAGES_FROM` on,
+/// SQLite's largest: the cache holds as many bytes as with 8 KiB pages, and each page read
+/// or written past it is an eighth of the system calls (a 4 GB build took 6 % less wall time,
+/// for the same SQL dump). Below it 8 KiB: every table and index takes a page at least, so
+/// 64 KiB pages made the example corpus's index 2.2 MB instead of 0.4 MB, for nothing
+/// (docs/PERFORMANCE.md, step 149). The plan's bytes are the same for every way of building.
+pub(crate) fn page_size(input_bytes: u64) -> u32 {
+    if input_bytes >= LARGE_PAGES_FROM {
+        64 << 10
+    } else {
+        8 << 10
+    }
+}
+
+/// Input bytes from which the index gets 64 KiB pages.
+const LARGE_PAGES_FROM: u64 = 64 << 20;
 
 /// Messages queued for the writer thread at most.
 const QUEUE: usize = 8192;
@@ -191,9 +202,10 @@ pub struct IndexWriter {
 }
 
 impl IndexWriter {
-    /// Creates the database at `path` and starts loading on a thread of its own.
-    pub fn start(path: &Path) -> Result<IndexWriter, LibraryError> {
-        let conn = open_for_build(path)?;
+    /// Creates the database at `path`, in pages of `page_size` bytes, and starts loading on
+    /// a thread of its own.
+    pub fn start(path: &Path, page_size: u32) -> Result<IndexWriter, LibraryError> {
+        let conn = open_for_build(path, page_size)?;
         // Room for the merge to run ahead of the inserts (a few KiB per trajectory): while
         // the writer drains it, finalize computes the clusters and near-duplicate groups.
         let (tx, rx) = bounded::<Msg>(QUEUE);
@@ -239,13 +251,13 @@ impl Drop for IndexWriter {
     }
 }
 
-fn open_for_build(path: &Path) -> Result<Connection, LibraryError> {
+fn open_for_build(path: &Path, page_size: u32) -> Result<Connection, LibraryError> {
     let sql = |source| LibraryError::Sqlite { path: path.to_path_buf(), source };
     let conn = Connection::open(path).map_err(sql)?;
     // The library is built in a temporary directory and swapped in only when complete,
     // so durability while building buys nothing; no journal means no -wal/-shm files.
     conn.execute_batch(&format!(
-        "PRAGMA page_size = {PAGE_SIZE}; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;
+        "PRAGMA page_size = {page_size}; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;
          PRAGMA locking_mode = EXCLUSIVE; PRAGMA temp_store = FILE; PRAGMA cache_size = -{CACHE_KIB};"
     ))
     .map_err(sql)?;
@@ -456,7 +468,7 @@ mod tests {
     fn a_dropped_writer_has_stopped_and_committed() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("index.sqlite");
-        let writer = IndexWriter::start(&path).unwrap();
+        let writer = IndexWriter::start(&path, page_size(0)).unwrap();
         for n in 0..200_000 {
             assert!(writer.send(Msg::Meta(format!("key{n}"), n.to_string())));
         }
@@ -466,5 +478,20 @@ mod tests {
         conn.busy_timeout(std::time::Duration::ZERO).unwrap();
         let rows: u64 = conn.query_row("SELECT count(*) FROM meta", [], |r| r.get(0)).unwrap();
         assert_eq!(rows, 200_000);
+    }
+
+    /// Synthetic (sizes at the threshold; no fixture is 64 MiB): the index written has the
+    /// page size its plan's input calls for, 8 KiB below `LARGE_PAGES_FROM`, 64 KiB from it.
+    #[test]
+    fn the_index_has_the_page_size_of_its_input() {
+        for (bytes, expected) in [(0, 8192), (LARGE_PAGES_FROM - 1, 8192), (LARGE_PAGES_FROM, 65536), (4 << 30, 65536)]
+        {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("index.sqlite");
+            drop(IndexWriter::start(&path, page_size(bytes)).unwrap());
+            let conn = open_read_only(&path).unwrap();
+            let size: u32 = conn.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap();
+            assert_eq!(size, expected, "{bytes} input bytes");
+        }
     }
 }
