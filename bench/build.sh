@@ -3,7 +3,8 @@
 # statistics, manifest) on corpora made from the real fixtures (bench/make_corpus.py):
 # a 1 GB and a 4 GB corpus (Gym JSONL plus Harbor ATIF files, 5:1), each RUNS times
 # (default 3), median wall time and the largest peak RSS, under /usr/bin/time -v.
-# Usage: bench/build.sh [WORK_DIR]   (default /tmp/trajkit-bench-build)
+# Usage: bench/build.sh [WORK_DIR]   (default /tmp/trajkit-bench-build; TRAJKIT=BINARY times
+# that binary, say scripts/pgo.sh's, instead of building target/release/trajkit)
 # The corpus repeats the real rollouts, so its records share a few hundred interactions and
 # each is sketched once. DISTINCT=1 builds corpora whose copies are distinct interactions
 # with distinct instructions (`make_corpus.py --distinct`, in corpus-MB-distinct), as a real
@@ -14,8 +15,8 @@ cd "$(dirname "$0")/.."
 work=${1:-/tmp/trajkit-bench-build}
 runs=${RUNS:-3}
 sizes=${SIZES:-"1000 4000"}
-cargo build --release -q
-bin=${CARGO_TARGET_DIR:-target}/release/trajkit
+bin=${TRAJKIT:-${CARGO_TARGET_DIR:-target}/release/trajkit}
+[ -n "${TRAJKIT:-}" ] || cargo build --release -q
 mkdir -p "$work"
 
 printf '| corpus | files | MiB | trajectories | threads | seconds (median) | MiB/s | peak RSS MiB |\n'
