@@ -6,16 +6,18 @@
 # the compiler lays out and inlines the hot paths as they run. Outputs are byte for byte the
 # same as a plain release build's, for 6-18 % less CPU: most for inspect and validate, least for
 # build and convert, whose zstd, SQLite and mimalloc are C code that the profile does not reach
-# (docs/PERFORMANCE.md, step 150). Each needs its own training: a wheel built with the binary's
-# profile read Arrow 5 % slower, as nothing in the CLI had run its Arrow conversion.
+# (docs/PERFORMANCE.md, step 150; gcc's own PGO of that C code measured no faster, step 151).
+# Each needs its own training: a wheel built with the binary's profile read Arrow 5 % slower,
+# as nothing in the CLI had run its Arrow conversion.
 #
 # The training corpus is made from the shipped real fixtures (tests/fixtures/real): those files
 # (every format) and a small corpus of distinct rollouts made from them (bench/make_corpus.py
 # --distinct, 64 MiB of Gym rows and 16 MiB of ATIF files).
 #
 # Needs python3 and rustup's llvm-tools (its llvm-profdata matches rustc's LLVM; added when
-# missing); the wheel also maturin and pyarrow. Two release builds: about 10 minutes on 2 cores
-# for the binary, 15 for the wheel.
+# missing); the wheel also maturin and pyarrow. Two release builds: about 11 minutes on 2 cores
+# for the binary, 15 for the wheel. A re-run reuses the instrumented build: 5.5 minutes for the
+# binary when the code has not changed.
 #
 # Usage: scripts/pgo.sh [binary|wheel]   (PROFILE=dist for fat LTO on top, which measured no faster)
 # Writes target/pgo/trajkit or target/pgo/wheels/trajkit-*.whl, and the merged profile beside.
@@ -33,8 +35,12 @@ profdata="$(rustc --print sysroot)/lib/rustlib/$host/bin/llvm-profdata"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# `--target` keeps the flags off build scripts and procedural macros (they would be
-# instrumented too and write profiles while compiling).
+# The counts go to a fixed folder, so a re-run's instrumented build has the same flags and
+# rebuilds only what changed. The optimized build starts from an empty folder every time: cargo
+# does not notice when a profile's contents change, and each new profile would leave another
+# copy of every crate behind. `--target` keeps the flags off build scripts and procedural
+# macros (they would be instrumented too and write profiles while compiling).
+raw="$out/$what-raw"
 build() { # FLAG TARGET_DIR
   RUSTFLAGS="${RUSTFLAGS:-} $1" cargo build --locked --quiet --profile "$profile" -p trajkit \
     --target "$host" --target-dir "$2"
@@ -50,15 +56,16 @@ publish() { # FILE DEST
 }
 
 echo "pgo.sh: instrumented $what ($profile)" >&2
+rm -rf "$raw"
 if [ "$what" = wheel ]; then
   { python3 -c "import pyarrow" && python3 -m maturin --version; } >/dev/null 2>&1 ||
     { echo "pgo.sh: the wheel needs maturin and pyarrow (pip install maturin pyarrow)" >&2; exit 2; }
-  wheel "-Cprofile-generate=$work/raw" "$out/wheel-generate" "$work/generate"
+  wheel "-Cprofile-generate=$raw" "$out/wheel-generate" "$work/generate"
   python3 -m zipfile -e "$work"/generate/trajkit-*.whl "$work/py"
 else
-  build "-Cprofile-generate=$work/raw" "$out/generate"
+  build "-Cprofile-generate=$raw" "$out/generate"
+  bin="$out/generate/$host/$profile/trajkit"
 fi
-bin="$out/generate/$host/$profile/trajkit"
 
 echo "pgo.sh: training" >&2
 python3 bench/make_corpus.py "$work/corpus" --gym-mb 64 --atif-mb 16 --distinct >/dev/null
@@ -78,18 +85,20 @@ else
   train tests/fixtures/real
   train "$work/corpus/gym" "$work/corpus/atif"
 fi
-"$profdata" merge -o "$work/trajkit.profdata" "$work/raw"
+"$profdata" merge -o "$work/trajkit.profdata" "$raw"
 
 echo "pgo.sh: optimized $what" >&2
 if [ "$what" = wheel ]; then
-  wheel "-Cprofile-use=$work/trajkit.profdata" "$out/wheel-use" "$work/use"
+  publish "$work/trajkit.profdata" "$out/wheels/trajkit.profdata"
+  rm -rf "$out/wheel-use"
+  wheel "-Cprofile-use=$out/wheels/trajkit.profdata" "$out/wheel-use" "$work/use"
   made=$(ls "$work"/use/trajkit-*.whl)
   publish "$made" "$out/wheels/$(basename "$made")"
-  publish "$work/trajkit.profdata" "$out/wheels/trajkit.profdata"
   echo "$out/wheels/$(basename "$made")"
 else
-  build "-Cprofile-use=$work/trajkit.profdata" "$out/use"
-  publish "$out/use/$host/$profile/trajkit" "$out/trajkit"
   publish "$work/trajkit.profdata" "$out/trajkit.profdata"
+  rm -rf "$out/use"
+  build "-Cprofile-use=$out/trajkit.profdata" "$out/use"
+  publish "$out/use/$host/$profile/trajkit" "$out/trajkit"
   echo "$out/trajkit"
 fi
