@@ -36,8 +36,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 # The counts go to a fixed folder, so a re-run's instrumented build has the same flags and
-# rebuilds only what changed. The optimized build starts from an empty folder every time: cargo
-# does not notice when a profile's contents change, and each new profile would leave another
+# rebuilds only what changed. The optimized build starts from an empty folder every time: a new
+# profile means recompiling everything anyway, and a changed profile path would leave another
 # copy of every crate behind. `--target` keeps the flags off build scripts and procedural
 # macros (they would be instrumented too and write profiles while compiling).
 raw="$out/$what-raw"
@@ -88,17 +88,18 @@ fi
 "$profdata" merge -o "$work/trajkit.profdata" "$raw"
 
 echo "pgo.sh: optimized $what" >&2
+# The profile is published with what was built from it, so the two always match.
 if [ "$what" = wheel ]; then
-  publish "$work/trajkit.profdata" "$out/wheels/trajkit.profdata"
   rm -rf "$out/wheel-use"
-  wheel "-Cprofile-use=$out/wheels/trajkit.profdata" "$out/wheel-use" "$work/use"
+  wheel "-Cprofile-use=$work/trajkit.profdata" "$out/wheel-use" "$work/use"
   made=$(ls "$work"/use/trajkit-*.whl)
   publish "$made" "$out/wheels/$(basename "$made")"
+  publish "$work/trajkit.profdata" "$out/wheels/trajkit.profdata"
   echo "$out/wheels/$(basename "$made")"
 else
-  publish "$work/trajkit.profdata" "$out/trajkit.profdata"
   rm -rf "$out/use"
-  build "-Cprofile-use=$out/trajkit.profdata" "$out/use"
+  build "-Cprofile-use=$work/trajkit.profdata" "$out/use"
   publish "$out/use/$host/$profile/trajkit" "$out/trajkit"
+  publish "$work/trajkit.profdata" "$out/trajkit.profdata"
   echo "$out/trajkit"
 fi

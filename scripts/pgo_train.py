@@ -29,6 +29,7 @@ def train(paths: List[str], work: str) -> None:
 
 
 def main() -> None:
+    """Splits the arguments into groups at `--` and trains on each in a scratch folder."""
     args = sys.argv[1:]
     groups, group = [], []
     for a in args:
