@@ -17,8 +17,8 @@ use trajkit_model::{
 };
 
 use crate::input::InputFile;
+use crate::json::record_object;
 use crate::json::{idx, into_extra, step_content_text, take, take_f64, take_list, take_nonempty_str, take_str};
-use crate::json::{is_array_document, record_object};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{schema, Problem, Reason};
 use crate::swe::{chat_step, standard_gaps};
@@ -56,7 +56,7 @@ impl Reader for OpenAiMessagesReader {
         if first_item_has(messages, "role") {
             return claim("rows with a messages list of role-tagged messages", Layout::Lines);
         }
-        if is_array_document(peek.bytes) && peek.has_key_anywhere("messages") && peek.has_key_anywhere("role") {
+        if peek.is_array_with_keys(&["messages", "role"]) {
             return claim("a JSON array of rows with messages and role keys", Layout::Document);
         }
         None
@@ -81,11 +81,7 @@ impl Reader for ShareGptReader {
         if first_item_has(conversations, "from") {
             return claim("rows with a conversations list of from/value turns", Layout::Lines);
         }
-        if is_array_document(peek.bytes)
-            && peek.has_key_anywhere("conversations")
-            && peek.has_key_anywhere("from")
-            && peek.has_key_anywhere("value")
-        {
+        if peek.is_array_with_keys(&["conversations", "from", "value"]) {
             return claim("a JSON array of rows with conversations of from/value turns", Layout::Document);
         }
         None

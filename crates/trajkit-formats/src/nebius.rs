@@ -11,8 +11,8 @@ use serde_json::{Map, Value};
 use trajkit_model::{Agent, Extra, Role, Step, ToolCall, Trajectory};
 
 use crate::input::InputFile;
+use crate::json::record_object;
 use crate::json::{idx, into_extra, take, take_nonempty_str, take_str};
-use crate::json::{is_array_document, record_object};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{schema, Problem, Reason};
 use crate::swe::{bool_outcome, observation_step, standard_gaps, swe_task, task_id, text_call_id};
@@ -33,8 +33,7 @@ impl Reader for NebiusReader {
         if peek.has_key("trajectory") && peek.has_key("target") && peek.has_key("exit_status") {
             return claim(90, "trajectory, target and exit_status keys", Layout::Lines);
         }
-        let keys = ["trajectory", "target", "exit_status", "generated_patch"];
-        if is_array_document(peek.bytes) && keys.iter().all(|k| peek.has_key_anywhere(k)) {
+        if peek.is_array_with_keys(&["trajectory", "target", "exit_status", "generated_patch"]) {
             return claim(
                 85,
                 "a JSON array of records with trajectory, target, exit_status and generated_patch",

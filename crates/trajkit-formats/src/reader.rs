@@ -193,6 +193,12 @@ impl<'a> Peek<'a> {
         })
     }
 
+    /// True when the peek starts a JSON array and every one of `keys` is a key somewhere in
+    /// it (`has_key_anywhere`): how a reader claims a document that is an array of its rows.
+    pub fn is_array_with_keys(&self, keys: &[&str]) -> bool {
+        crate::json::is_array_document(self.bytes) && keys.iter().all(|k| self.has_key_anywhere(k))
+    }
+
     /// Top-level keys of the first line's object (empty when it is not an object).
     pub fn has_key(&self, key: &str) -> bool {
         self.first_line.and_then(|v| v.as_object()).is_some_and(|m| m.contains_key(key))
@@ -395,6 +401,19 @@ mod tests {
         assert!(!has(br#"{"text": "{\"role\": 1}"}"#, "role"), "a quoted name inside a string");
         assert!(!has(br#"{"roles": 1, "xrole": 2}"#, "role"));
         assert!(!has(br#"{"a": 1, "role""#, "role"), "cut before its colon");
+    }
+
+    /// Synthetic: an array document claims only when every key is a key (not a value) in it;
+    /// the same keys in an object or in JSON Lines do not make an array.
+    #[test]
+    fn an_array_with_keys_needs_the_array_and_every_key() {
+        let is = |bytes: &[u8], keys: &[&str]| Peek::new(bytes, "x.json", None, false).is_array_with_keys(keys);
+        let rows = b"\xEF\xBB\xBF \n[{\"messages\": [{\"role\": \"user\"}]}]";
+        assert!(is(rows, &["messages", "role"]));
+        assert!(!is(rows, &["messages", "role", "from"]));
+        assert!(!is(br#"[{"messages": "role"}]"#, &["messages", "role"]), "a value spelling a key");
+        assert!(!is(br#"{"messages": [{"role": "user"}]}"#, &["messages", "role"]));
+        assert!(is(b"[]", &[]));
     }
 
     /// Synthetic: a form feed around the first line (skipped by the line splitting, not

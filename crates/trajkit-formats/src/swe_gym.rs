@@ -11,8 +11,8 @@ use serde_json::{Map, Value};
 use trajkit_model::{Agent, Gap, GapKind, LazyValue, Status, Trajectory};
 
 use crate::input::InputFile;
+use crate::json::record_object;
 use crate::json::{idx, into_extra, take};
-use crate::json::{is_array_document, record_object};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::Problem;
 use crate::swe::{bool_outcome, chat_step, standard_gaps, swe_task, task_id};
@@ -30,11 +30,10 @@ impl Reader for SweGymReader {
 
     fn detect(&self, peek: &Peek) -> Option<Detection> {
         let claim = |confidence, reason: &str, layout| Some(Detection { confidence, reason: reason.into(), layout });
-        let keys = ["instance_id", "run_id", "test_result", "messages"];
         if peek.has_key("messages") && peek.has_key("run_id") && peek.has_key("test_result") {
             return claim(90, "messages, run_id and test_result keys", Layout::Lines);
         }
-        if is_array_document(peek.bytes) && keys.iter().all(|k| peek.has_key_anywhere(k)) {
+        if peek.is_array_with_keys(&["instance_id", "run_id", "test_result", "messages"]) {
             return claim(
                 85,
                 "a JSON array of records with instance_id, run_id, test_result and messages",

@@ -16,8 +16,8 @@ use serde_json::{Map, Value};
 use trajkit_model::{Agent, Trajectory};
 
 use crate::input::InputFile;
+use crate::json::record_object;
 use crate::json::{idx, into_extra, take_nonempty_str};
-use crate::json::{is_array_document, record_object};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{schema, Problem, Reason};
 use crate::swe::{bool_outcome, chat_step, standard_gaps, swe_task};
@@ -44,11 +44,7 @@ impl Reader for SweSmithReader {
                 return claim(85, "messages and instance_id with <function=...> text calls", Layout::Lines);
             }
         }
-        if is_array_document(peek.bytes)
-            && peek.has_key_anywhere("traj_id")
-            && peek.has_key_anywhere("messages")
-            && peek.has_key_anywhere("instance_id")
-        {
+        if peek.is_array_with_keys(&["traj_id", "messages", "instance_id"]) {
             return claim(85, "a JSON array of records with traj_id, messages and instance_id", Layout::Document);
         }
         None
