@@ -5,7 +5,8 @@
 # `build` of the whole corpus. Each job is bench/ab.sh (earlier build as A, interleaved);
 # the last table gives every job's B/A ratios and how many times less CPU per byte B takes.
 # The earlier commit is built once, in a git worktree under WORK (its cold release build
-# takes about 5 minutes on 2 cores), and reused.
+# takes about 5 minutes on 2 cores), and reused; `git worktree remove --force WORK/src-REV`
+# and `rm -rf WORK` clean up after it.
 # Usage: bench/since.sh CORPUS [REV]   (CORPUS made by bench/make_corpus.py: atif/ and gym/;
 # WORK=/tmp/trajkit-since, RUNS=9 and BUILD_RUNS=5 runs each; TRAJKIT=BINARY times that
 # binary, say scripts/pgo.sh's, instead of building target/release/trajkit)
@@ -23,7 +24,7 @@ gym=$(find "$corpus/gym" -type f | sort | head -1)
 old="$work/trajkit-$rev"
 if [ ! -x "$old" ]; then
   mkdir -p "$work"
-  [ -d "$work/src-$rev" ] || git worktree add --detach "$work/src-$rev" "$rev" >/dev/null
+  [ -d "$work/src-$rev" ] || git worktree add -f --detach "$work/src-$rev" "$rev" >/dev/null
   CARGO_TARGET_DIR="$work/target-$rev" cargo build --release -q -p trajkit --manifest-path "$work/src-$rev/Cargo.toml"
   cp "$work/target-$rev/release/trajkit" "$old"
 fi
