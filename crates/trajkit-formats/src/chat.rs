@@ -17,8 +17,9 @@ use trajkit_model::{
 };
 
 use crate::input::InputFile;
-use crate::json::record_object;
-use crate::json::{idx, into_extra, step_content_text, take, take_f64, take_list, take_nonempty_str, take_str};
+use crate::json::{
+    idx, into_extra, record_object, step_content_text, take, take_f64, take_list, take_nonempty_str, take_str,
+};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{schema, Problem, Reason};
 use crate::swe::{chat_step, standard_gaps};

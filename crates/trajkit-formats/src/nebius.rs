@@ -11,8 +11,7 @@ use serde_json::{Map, Value};
 use trajkit_model::{Agent, Extra, Role, Step, ToolCall, Trajectory};
 
 use crate::input::InputFile;
-use crate::json::record_object;
-use crate::json::{idx, into_extra, take, take_nonempty_str, take_str};
+use crate::json::{idx, into_extra, record_object, take, take_nonempty_str, take_str};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{schema, Problem, Reason};
 use crate::swe::{bool_outcome, observation_step, standard_gaps, swe_task, task_id, text_call_id};

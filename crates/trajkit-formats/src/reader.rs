@@ -404,7 +404,7 @@ mod tests {
     }
 
     /// Synthetic: an array document claims only when every key is a key (not a value) in it;
-    /// the same keys in an object or in JSON Lines do not make an array.
+    /// the same keys in an object do not make an array.
     #[test]
     fn an_array_with_keys_needs_the_array_and_every_key() {
         let is = |bytes: &[u8], keys: &[&str]| Peek::new(bytes, "x.json", None, false).is_array_with_keys(keys);

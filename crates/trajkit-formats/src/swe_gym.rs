@@ -11,8 +11,7 @@ use serde_json::{Map, Value};
 use trajkit_model::{Agent, Gap, GapKind, LazyValue, Status, Trajectory};
 
 use crate::input::InputFile;
-use crate::json::record_object;
-use crate::json::{idx, into_extra, take};
+use crate::json::{idx, into_extra, record_object, take};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::Problem;
 use crate::swe::{bool_outcome, chat_step, standard_gaps, swe_task, task_id};

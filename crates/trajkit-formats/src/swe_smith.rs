@@ -16,8 +16,7 @@ use serde_json::{Map, Value};
 use trajkit_model::{Agent, Trajectory};
 
 use crate::input::InputFile;
-use crate::json::record_object;
-use crate::json::{idx, into_extra, take_nonempty_str};
+use crate::json::{idx, into_extra, record_object, take_nonempty_str};
 use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{schema, Problem, Reason};
 use crate::swe::{bool_outcome, chat_step, standard_gaps, swe_task};
