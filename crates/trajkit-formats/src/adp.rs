@@ -6,8 +6,6 @@
 //! Both are read as family `adp`: a JSON array of records (split into one record per
 //! element) or JSON Lines. See docs/formats/adp.md for the mapping and the linking rule.
 
-use std::ops::Range;
-
 use serde_json::{Map, Value};
 use trajkit_model::{
     Authorship, Extra, LazyValue, Outcome, Provenance, Role, Status, Step, Task, ToolCall, ToolResult, Trajectory,
@@ -18,9 +16,9 @@ use crate::chat::first_instruction;
 use crate::input::InputFile;
 use crate::json::{idx, into_extra, take, take_str};
 use crate::json::{is_array_document, record_object};
-use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
+use crate::reader::{Detection, Layout, Peek, RawRecord};
 use crate::rejection::{schema, Problem, Reason};
-use crate::swe::{observation_step, standard_gaps, strip_adp_counter, xml_calls};
+use crate::swe::{claim, observation_step, standard_gaps, strip_adp_counter, xml_calls, RowsReader};
 
 /// Family name.
 const FAMILY: &str = "adp";
@@ -36,44 +34,31 @@ const CLASSES: &[&str] = &[
 ];
 
 /// Reader for ADP standardized trajectories and their OpenHands SFT view.
-pub struct AdpReader;
+pub(crate) static READER: RowsReader = RowsReader { family: FAMILY, detect, read };
 
-impl Reader for AdpReader {
-    fn name(&self) -> &'static str {
-        FAMILY
+/// Standardized trajectories (`content` items tagged by `class_`) and SFT rows (`id`,
+/// `conversations`, `system` with `<function=` calls), one per line or in a JSON array.
+fn detect(peek: &Peek) -> Option<Detection> {
+    let has_class = || peek.has_key_anywhere("class_") && CLASSES.iter().any(|c| peek.contains(c));
+    if peek.has_key("id") && peek.has_key("content") && has_class() {
+        return claim(90, "rows with id and content items tagged by ADP class_", Layout::Lines);
     }
-
-    fn detect(&self, peek: &Peek) -> Option<Detection> {
-        let claim = |confidence, reason: &str, layout| Some(Detection { confidence, reason: reason.into(), layout });
-        let has_class = || peek.has_key_anywhere("class_") && CLASSES.iter().any(|c| peek.contains(c));
-        if peek.has_key("id") && peek.has_key("content") && has_class() {
-            return claim(90, "rows with id and content items tagged by ADP class_", Layout::Lines);
+    let array = is_array_document(peek.bytes);
+    if array && peek.has_key_anywhere("content") && has_class() {
+        return claim(90, "a JSON array of ADP trajectories (content items tagged by class_)", Layout::Document);
+    }
+    // The SFT view: id, conversations and system, with OpenHands text function calls.
+    let sft_keys =
+        peek.has_key_anywhere("conversations") && peek.has_key_anywhere("system") && peek.has_key_anywhere("id");
+    if sft_keys && peek.contains("<function=") {
+        if peek.has_key("conversations") && peek.has_key("system") && peek.has_key("id") {
+            return claim(75, "ADP SFT rows (id, conversations, system) with <function=...> calls", Layout::Lines);
         }
-        let array = is_array_document(peek.bytes);
-        if array && peek.has_key_anywhere("content") && has_class() {
-            return claim(90, "a JSON array of ADP trajectories (content items tagged by class_)", Layout::Document);
+        if array {
+            return claim(75, "a JSON array of ADP SFT rows with <function=...> calls", Layout::Document);
         }
-        // The SFT view: id, conversations and system, with OpenHands text function calls.
-        let sft_keys =
-            peek.has_key_anywhere("conversations") && peek.has_key_anywhere("system") && peek.has_key_anywhere("id");
-        if sft_keys && peek.contains("<function=") {
-            if peek.has_key("conversations") && peek.has_key("system") && peek.has_key("id") {
-                return claim(75, "ADP SFT rows (id, conversations, system) with <function=...> calls", Layout::Lines);
-            }
-            if array {
-                return claim(75, "a JSON array of ADP SFT rows with <function=...> calls", Layout::Document);
-            }
-        }
-        None
     }
-
-    fn split_document(&self, bytes: &[u8]) -> Option<Vec<Range<usize>>> {
-        crate::json::array_elements(bytes)
-    }
-
-    fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
-        RecordResult::from_result(read(raw, file))
-    }
+    None
 }
 
 /// Maps one record: a standardized trajectory (`content`) or an SFT row (`conversations`).

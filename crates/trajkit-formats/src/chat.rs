@@ -8,8 +8,6 @@
 //! claim their files with 85 and more. See docs/formats/openai-messages.md and
 //! docs/formats/sharegpt.md.
 
-use std::ops::Range;
-
 use serde_json::{Map, Value};
 use trajkit_model::{
     Agent, Authorship, Extra, LazyValue, Outcome, Role, Status, Step, Task, ToolCall, ToolResult, Trajectory,
@@ -20,9 +18,9 @@ use crate::input::InputFile;
 use crate::json::{
     idx, into_extra, record_object, step_content_text, take, take_f64, take_list, take_nonempty_str, take_str,
 };
-use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
+use crate::reader::{Detection, Layout, Peek, RawRecord};
 use crate::rejection::{schema, Problem, Reason};
-use crate::swe::{chat_step, standard_gaps};
+use crate::swe::{chat_step, standard_gaps, steps_of, RowsReader};
 
 /// Family name of OpenAI / TRL conversational rows.
 pub const OPENAI_MESSAGES: &str = "openai-messages";
@@ -33,80 +31,52 @@ pub const SHAREGPT: &str = "sharegpt";
 const GENERIC: u8 = 55;
 
 /// Reader for OpenAI / TRL conversational rows.
-pub struct OpenAiMessagesReader;
+pub(crate) static OPENAI_MESSAGES_READER: RowsReader =
+    RowsReader { family: OPENAI_MESSAGES, detect: detect_openai, read: read_openai };
 
 /// Reader for ShareGPT rows.
-pub struct ShareGptReader;
+pub(crate) static SHAREGPT_READER: RowsReader =
+    RowsReader { family: SHAREGPT, detect: detect_sharegpt, read: read_sharegpt };
 
 /// True when `v` is a non-empty list whose first element is an object holding `key`.
 fn first_item_has(v: Option<&Value>, key: &str) -> bool {
     v.and_then(Value::as_array).and_then(|a| a.first()).and_then(Value::as_object).is_some_and(|m| m.contains_key(key))
 }
 
+/// A generic chat claim: below every harness-specific reader's.
 fn claim(reason: &str, layout: Layout) -> Option<Detection> {
-    Some(Detection { confidence: GENERIC, reason: reason.into(), layout })
+    crate::swe::claim(GENERIC, reason, layout)
 }
 
-impl Reader for OpenAiMessagesReader {
-    fn name(&self) -> &'static str {
-        OPENAI_MESSAGES
+/// Rows whose `messages` list starts with a role-tagged message.
+fn detect_openai(peek: &Peek) -> Option<Detection> {
+    let messages = peek.first_line.and_then(|v| v.get("messages"));
+    if first_item_has(messages, "role") {
+        return claim("rows with a messages list of role-tagged messages", Layout::Lines);
     }
-
-    fn detect(&self, peek: &Peek) -> Option<Detection> {
-        let messages = peek.first_line.and_then(|v| v.get("messages"));
-        if first_item_has(messages, "role") {
-            return claim("rows with a messages list of role-tagged messages", Layout::Lines);
-        }
-        if peek.is_array_with_keys(&["messages", "role"]) {
-            return claim("a JSON array of rows with messages and role keys", Layout::Document);
-        }
-        None
+    if peek.is_array_with_keys(&["messages", "role"]) {
+        return claim("a JSON array of rows with messages and role keys", Layout::Document);
     }
-
-    fn split_document(&self, bytes: &[u8]) -> Option<Vec<Range<usize>>> {
-        crate::json::array_elements(bytes)
-    }
-
-    fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
-        RecordResult::from_result(read_openai(raw, file))
-    }
+    None
 }
 
-impl Reader for ShareGptReader {
-    fn name(&self) -> &'static str {
-        SHAREGPT
+/// Rows whose `conversations` list starts with a `from` / `value` turn.
+fn detect_sharegpt(peek: &Peek) -> Option<Detection> {
+    let conversations = peek.first_line.and_then(|v| v.get("conversations"));
+    if first_item_has(conversations, "from") {
+        return claim("rows with a conversations list of from/value turns", Layout::Lines);
     }
-
-    fn detect(&self, peek: &Peek) -> Option<Detection> {
-        let conversations = peek.first_line.and_then(|v| v.get("conversations"));
-        if first_item_has(conversations, "from") {
-            return claim("rows with a conversations list of from/value turns", Layout::Lines);
-        }
-        if peek.is_array_with_keys(&["conversations", "from", "value"]) {
-            return claim("a JSON array of rows with conversations of from/value turns", Layout::Document);
-        }
-        None
+    if peek.is_array_with_keys(&["conversations", "from", "value"]) {
+        return claim("a JSON array of rows with conversations of from/value turns", Layout::Document);
     }
-
-    fn split_document(&self, bytes: &[u8]) -> Option<Vec<Range<usize>>> {
-        crate::json::array_elements(bytes)
-    }
-
-    fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
-        RecordResult::from_result(read_sharegpt(raw, file))
-    }
+    None
 }
 
 /// Maps one OpenAI / TRL conversational row.
 fn read_openai(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     let mut row = record_object(raw.bytes)?;
     let messages = take_list(&mut row, "messages")?;
-    let mut steps = Vec::with_capacity(messages.len());
-    for (i, m) in messages.into_iter().enumerate() {
-        let path = idx("$.messages", i);
-        let step = openai_step(m, &path, &steps)?;
-        steps.push(step);
-    }
+    let steps = steps_of(messages, "$.messages", openai_step)?;
     finish(OPENAI_MESSAGES, row, steps, raw, file)
 }
 

@@ -5,61 +5,35 @@
 //! Read from the Agent Data Protocol "raw" export (a JSON array, split into one record per
 //! element) or from JSON Lines of the same rows. See docs/formats/nebius.md.
 
-use std::ops::Range;
-
 use serde_json::{Map, Value};
 use trajkit_model::{Agent, Extra, Role, Step, ToolCall, Trajectory};
 
 use crate::input::InputFile;
-use crate::json::{idx, into_extra, record_object, take, take_nonempty_str, take_str};
-use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
+use crate::json::{into_extra, record_object, take, take_nonempty_str, take_str};
+use crate::reader::{Detection, Peek, RawRecord};
 use crate::rejection::{schema, Problem, Reason};
-use crate::swe::{bool_outcome, observation_step, standard_gaps, swe_task, task_id, text_call_id};
+use crate::swe::{
+    bool_outcome, observation_step, rows_with_keys, standard_gaps, steps_of, swe_task, task_id, text_call_id,
+    RowsReader,
+};
 
 /// Family name.
 const FAMILY: &str = "nebius";
 
 /// Reader for nebius/SWE-agent-trajectories rows.
-pub struct NebiusReader;
+pub(crate) static READER: RowsReader = RowsReader { family: FAMILY, detect, read };
 
-impl Reader for NebiusReader {
-    fn name(&self) -> &'static str {
-        FAMILY
-    }
-
-    fn detect(&self, peek: &Peek) -> Option<Detection> {
-        let claim = |confidence, reason: &str, layout| Some(Detection { confidence, reason: reason.into(), layout });
-        if peek.has_key("trajectory") && peek.has_key("target") && peek.has_key("exit_status") {
-            return claim(90, "trajectory, target and exit_status keys", Layout::Lines);
-        }
-        if peek.is_array_with_keys(&["trajectory", "target", "exit_status", "generated_patch"]) {
-            return claim(
-                85,
-                "a JSON array of records with trajectory, target, exit_status and generated_patch",
-                Layout::Document,
-            );
-        }
-        None
-    }
-
-    fn split_document(&self, bytes: &[u8]) -> Option<Vec<Range<usize>>> {
-        crate::json::array_elements(bytes)
-    }
-
-    fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
-        RecordResult::from_result(read(raw, file))
-    }
+/// Rows with `trajectory`, `target` and `exit_status`, one per line or in a JSON array.
+fn detect(peek: &Peek) -> Option<Detection> {
+    let lines = ["trajectory", "target", "exit_status"];
+    rows_with_keys(peek, &lines, &["trajectory", "target", "exit_status", "generated_patch"])
 }
 
 /// Maps one nebius row.
 fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     let mut row = record_object(raw.bytes)?;
     let turns = crate::json::take_list(&mut row, "trajectory")?;
-    let mut steps = Vec::with_capacity(turns.len());
-    for (i, t) in turns.into_iter().enumerate() {
-        let step = turn_step(t, &idx("$.trajectory", i), &steps)?;
-        steps.push(step);
-    }
+    let steps = steps_of(turns, "$.trajectory", turn_step)?;
     let gaps = standard_gaps(&steps);
     let outcome = bool_outcome(&mut row, "target");
     let task_id = task_id(&mut row);

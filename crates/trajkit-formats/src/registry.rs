@@ -18,15 +18,9 @@ static OPENCODE: crate::opencode::OpenCodeReader = crate::opencode::OpenCodeRead
 static SWE_AGENT: swe_agent::SweAgentReader = swe_agent::SweAgentReader;
 static MINI_SWE_AGENT: mini_swe_agent::MiniSweAgentReader = mini_swe_agent::MiniSweAgentReader;
 static GYM: gym::GymReader = gym::GymReader;
-static SWE_SMITH: swe_smith::SweSmithReader = swe_smith::SweSmithReader;
-static SWE_GYM: swe_gym::SweGymReader = swe_gym::SweGymReader;
-static NEBIUS: nebius::NebiusReader = nebius::NebiusReader;
 static HARBOR_TRIAL: harbor_trial::HarborTrialReader = harbor_trial::HarborTrialReader;
 static HARBOR_TRACES: harbor_traces::HarborTracesReader = harbor_traces::HarborTracesReader;
 static OPENHANDS: openhands::OpenHandsReader = openhands::OpenHandsReader;
-static ADP: crate::adp::AdpReader = crate::adp::AdpReader;
-static OPENAI_MESSAGES: crate::chat::OpenAiMessagesReader = crate::chat::OpenAiMessagesReader;
-static SHAREGPT: crate::chat::ShareGptReader = crate::chat::ShareGptReader;
 static TOOLBENCH: crate::toolbench::ToolBenchReader = crate::toolbench::ToolBenchReader;
 static BFCL: crate::bfcl::BfclReader = crate::bfcl::BfclReader;
 static TAU2: crate::tau2::Tau2Reader = crate::tau2::Tau2Reader;
@@ -41,17 +35,17 @@ static ALL: &[&dyn Reader] = &[
     &ATIF,
     &INSPECT,
     &GYM,
-    &SWE_SMITH,
-    &SWE_GYM,
-    &NEBIUS,
+    &swe_smith::READER,
+    &swe_gym::READER,
+    &nebius::READER,
     &SWE_AGENT,
     &MINI_SWE_AGENT,
     &HARBOR_TRIAL,
     &HARBOR_TRACES,
     &OPENHANDS,
-    &ADP,
-    &OPENAI_MESSAGES,
-    &SHAREGPT,
+    &crate::adp::READER,
+    &crate::chat::OPENAI_MESSAGES_READER,
+    &crate::chat::SHAREGPT_READER,
     &TOOLBENCH,
     &BFCL,
     &TAU2,

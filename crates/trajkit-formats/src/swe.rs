@@ -5,12 +5,82 @@
 
 use serde_json::{Map, Value};
 use trajkit_model::{
-    Authorship, Extra, Gap, GapKind, Outcome, Role, Status, Step, Task, ToolCall, ToolResult, Verification,
+    Authorship, Extra, Gap, GapKind, Outcome, Role, Status, Step, Task, ToolCall, ToolResult, Trajectory, Verification,
 };
 
+use crate::input::InputFile;
 use crate::json::{content_text, idx, into_extra, step_content_text, take, take_nonempty_str, take_str};
 use crate::links::link_tool_results;
+use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{schema, Problem, Reason};
+
+/// A reader of rows held one per line or as one JSON array (as the Agent Data Protocol's raw
+/// export holds them): what nebius, SWE-Gym, SWE-smith, ADP and the two chat shapes share but
+/// for detecting and mapping a row.
+pub(crate) struct RowsReader {
+    pub family: &'static str,
+    pub detect: fn(&Peek) -> Option<Detection>,
+    pub read: fn(&RawRecord, &InputFile) -> Result<Trajectory, Problem>,
+}
+
+impl Reader for RowsReader {
+    fn name(&self) -> &'static str {
+        self.family
+    }
+
+    fn detect(&self, peek: &Peek) -> Option<Detection> {
+        (self.detect)(peek)
+    }
+
+    fn split_document(&self, bytes: &[u8]) -> Option<Vec<std::ops::Range<usize>>> {
+        crate::json::array_elements(bytes)
+    }
+
+    fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
+        RecordResult::from_result((self.read)(raw, file))
+    }
+}
+
+/// A claim of a `RowsReader`'s `detect`.
+pub(crate) fn claim(confidence: u8, reason: &str, layout: Layout) -> Option<Detection> {
+    Some(Detection { confidence, reason: reason.into(), layout })
+}
+
+/// A claim on rows that hold every key of `lines` (90, one per line) or on a JSON array of
+/// records holding every key of `array` (85); the reason names the keys.
+pub(crate) fn rows_with_keys(peek: &Peek, lines: &[&str], array: &[&str]) -> Option<Detection> {
+    if lines.iter().all(|k| peek.has_key(k)) {
+        return claim(90, &format!("{} keys", listed(lines)), Layout::Lines);
+    }
+    if peek.is_array_with_keys(array) {
+        return claim(85, &format!("a JSON array of records with {}", listed(array)), Layout::Document);
+    }
+    None
+}
+
+/// `a, b and c`.
+fn listed(words: &[&str]) -> String {
+    match words.split_last() {
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
+/// A row's list of turns as steps, in order: `step` maps turn `i` (at `path[i]`) knowing
+/// the steps before it.
+pub(crate) fn steps_of(
+    turns: Vec<Value>,
+    path: &str,
+    mut step: impl FnMut(Value, &str, &[Step]) -> Result<Step, Problem>,
+) -> Result<Vec<Step>, Problem> {
+    let mut steps = Vec::with_capacity(turns.len());
+    for (i, turn) in turns.into_iter().enumerate() {
+        let next = step(turn, &idx(path, i), &steps)?;
+        steps.push(next);
+    }
+    Ok(steps)
+}
 
 /// One chat message (OpenAI chat shape) as a step. Assistant calls come from structured
 /// `tool_calls` when present, else (with `text_calls`) from `<function=...>` text in the
@@ -303,6 +373,25 @@ pub(crate) fn prediction_only() -> Problem {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Synthetic: the claims and reasons nebius and SWE-Gym make from their keys (the
+    /// reasons `inspect` shows stay word for word what those readers wrote out before).
+    #[test]
+    fn rows_with_keys_claims_lines_then_arrays_and_names_the_keys() {
+        let row = serde_json::json!({"trajectory": [], "target": true, "exit_status": "submitted"});
+        let line = Peek::new(b"{}", "x.jsonl", Some(&row), false);
+        let claim = rows_with_keys(&line, &["trajectory", "target", "exit_status"], &["trajectory"]);
+        let claim = claim.map(|d| (d.confidence, d.reason, d.layout));
+        assert_eq!(claim, Some((90, "trajectory, target and exit_status keys".to_string(), Layout::Lines)));
+        let array = Peek::new(br#"[{"instance_id": 1, "run_id": 2, "messages": []}]"#, "x.json", None, false);
+        let claim =
+            rows_with_keys(&array, &["messages", "run_id", "test_result"], &["instance_id", "run_id", "messages"]);
+        let claim = claim.map(|d| (d.confidence, d.reason, d.layout));
+        let reason = "a JSON array of records with instance_id, run_id and messages".to_string();
+        assert_eq!(claim, Some((85, reason, Layout::Document)));
+        assert!(rows_with_keys(&array, &["messages"], &["test_result"]).is_none());
+        assert_eq!(listed(&["a"]), "a");
+    }
 
     #[test]
     fn xml_calls_are_parsed_with_trimmed_values() {

@@ -5,61 +5,32 @@
 //! Read from the Agent Data Protocol "raw" export (a JSON array, split into one record per
 //! element) or from JSON Lines of the same rows. See docs/formats/swe-gym.md.
 
-use std::ops::Range;
-
 use serde_json::{Map, Value};
 use trajkit_model::{Agent, Gap, GapKind, LazyValue, Status, Trajectory};
 
 use crate::input::InputFile;
-use crate::json::{idx, into_extra, record_object, take};
-use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
+use crate::json::{into_extra, record_object, take};
+use crate::reader::{Detection, Peek, RawRecord};
 use crate::rejection::Problem;
-use crate::swe::{bool_outcome, chat_step, standard_gaps, swe_task, task_id};
+use crate::swe::{bool_outcome, chat_step, rows_with_keys, standard_gaps, steps_of, swe_task, task_id, RowsReader};
 
 /// Family name.
 const FAMILY: &str = "swe-gym";
 
 /// Reader for SWE-Gym OpenHands sampled trajectories.
-pub struct SweGymReader;
+pub(crate) static READER: RowsReader = RowsReader { family: FAMILY, detect, read };
 
-impl Reader for SweGymReader {
-    fn name(&self) -> &'static str {
-        FAMILY
-    }
-
-    fn detect(&self, peek: &Peek) -> Option<Detection> {
-        let claim = |confidence, reason: &str, layout| Some(Detection { confidence, reason: reason.into(), layout });
-        if peek.has_key("messages") && peek.has_key("run_id") && peek.has_key("test_result") {
-            return claim(90, "messages, run_id and test_result keys", Layout::Lines);
-        }
-        if peek.is_array_with_keys(&["instance_id", "run_id", "test_result", "messages"]) {
-            return claim(
-                85,
-                "a JSON array of records with instance_id, run_id, test_result and messages",
-                Layout::Document,
-            );
-        }
-        None
-    }
-
-    fn split_document(&self, bytes: &[u8]) -> Option<Vec<Range<usize>>> {
-        crate::json::array_elements(bytes)
-    }
-
-    fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
-        RecordResult::from_result(read(raw, file))
-    }
+/// Rows with `messages`, `run_id` and `test_result`, one per line or in a JSON array.
+fn detect(peek: &Peek) -> Option<Detection> {
+    let lines = ["messages", "run_id", "test_result"];
+    rows_with_keys(peek, &lines, &["instance_id", "run_id", "test_result", "messages"])
 }
 
 /// Maps one SWE-Gym record.
 fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     let mut row = record_object(raw.bytes)?;
     let messages = crate::json::take_list(&mut row, "messages")?;
-    let mut steps = Vec::with_capacity(messages.len());
-    for (i, m) in messages.into_iter().enumerate() {
-        let step = chat_step(m, &idx("$.messages", i), &steps, false)?;
-        steps.push(step);
-    }
+    let steps = steps_of(messages, "$.messages", |m, path, before| chat_step(m, path, before, false))?;
     let mut gaps = standard_gaps(&steps);
     let mut outcome = bool_outcome(&mut row, "resolved");
     if let Some(report) = report_resolved(&row) {

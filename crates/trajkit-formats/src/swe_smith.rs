@@ -10,63 +10,44 @@
 //! with a user-role message (the helpers it shares with the other SWE-agent-style readers
 //! are in `swe`). See docs/formats/swe-smith.md for the rules.
 
-use std::ops::Range;
-
 use serde_json::{Map, Value};
 use trajkit_model::{Agent, Trajectory};
 
 use crate::input::InputFile;
-use crate::json::{idx, into_extra, record_object, take_nonempty_str};
-use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
+use crate::json::{into_extra, record_object, take_nonempty_str};
+use crate::reader::{Detection, Layout, Peek, RawRecord};
 use crate::rejection::{schema, Problem, Reason};
-use crate::swe::{bool_outcome, chat_step, standard_gaps, swe_task};
+use crate::swe::{bool_outcome, chat_step, claim, standard_gaps, steps_of, swe_task, RowsReader};
 
 /// Family name.
 const FAMILY: &str = "swe-smith";
 
 /// Reader for SWE-smith trajectories (fine-tuning JSONL and ADP raw arrays).
-pub struct SweSmithReader;
+pub(crate) static READER: RowsReader = RowsReader { family: FAMILY, detect, read };
 
-impl Reader for SweSmithReader {
-    fn name(&self) -> &'static str {
-        FAMILY
-    }
-
-    fn detect(&self, peek: &Peek) -> Option<Detection> {
-        let claim = |confidence, reason: &str, layout| Some(Detection { confidence, reason: reason.into(), layout });
-        let other_family = peek.has_key("run_id") || peek.has_key("test_result") || peek.has_key("trajectory");
-        if peek.has_key("messages") && peek.has_key("instance_id") && !other_family {
-            if peek.has_key("traj_id") {
-                return claim(90, "messages, instance_id and traj_id keys", Layout::Lines);
-            }
-            if peek.contains("<function=") {
-                return claim(85, "messages and instance_id with <function=...> text calls", Layout::Lines);
-            }
+/// Rows with `messages` and `instance_id` (and `traj_id`, or `<function=` text calls), one
+/// per line or in a JSON array; rows with another SWE family's keys are left to it.
+fn detect(peek: &Peek) -> Option<Detection> {
+    let other_family = peek.has_key("run_id") || peek.has_key("test_result") || peek.has_key("trajectory");
+    if peek.has_key("messages") && peek.has_key("instance_id") && !other_family {
+        if peek.has_key("traj_id") {
+            return claim(90, "messages, instance_id and traj_id keys", Layout::Lines);
         }
-        if peek.is_array_with_keys(&["traj_id", "messages", "instance_id"]) {
-            return claim(85, "a JSON array of records with traj_id, messages and instance_id", Layout::Document);
+        if peek.contains("<function=") {
+            return claim(85, "messages and instance_id with <function=...> text calls", Layout::Lines);
         }
-        None
     }
-
-    fn split_document(&self, bytes: &[u8]) -> Option<Vec<Range<usize>>> {
-        crate::json::array_elements(bytes)
+    if peek.is_array_with_keys(&["traj_id", "messages", "instance_id"]) {
+        return claim(85, "a JSON array of records with traj_id, messages and instance_id", Layout::Document);
     }
-
-    fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
-        RecordResult::from_result(read(raw, file))
-    }
+    None
 }
 
 /// Maps one SWE-smith record.
 fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
     let mut row = record_object(raw.bytes)?;
     let messages = messages(&mut row)?;
-    let mut steps = Vec::with_capacity(messages.len());
-    for (i, m) in messages.into_iter().enumerate() {
-        let step = chat_step(m, &idx("$.messages", i), &steps, true)?;
-        steps.push(step);
-    }
+    let steps = steps_of(messages, "$.messages", |m, path, before| chat_step(m, path, before, true))?;
     let gaps = standard_gaps(&steps);
     let outcome = bool_outcome(&mut row, "resolved");
     let instance_id = take_nonempty_str(&mut row, "instance_id");
