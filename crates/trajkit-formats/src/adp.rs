@@ -16,9 +16,9 @@ use crate::chat::first_instruction;
 use crate::input::InputFile;
 use crate::json::{idx, into_extra, take, take_str};
 use crate::json::{is_array_document, record_object};
-use crate::reader::{Detection, Layout, Peek, RawRecord};
+use crate::reader::{claim, Detection, Layout, Peek, RawRecord, RowsReader};
 use crate::rejection::{schema, Problem, Reason};
-use crate::swe::{claim, observation_step, standard_gaps, strip_adp_counter, xml_calls, RowsReader};
+use crate::swe::{observation_step, standard_gaps, strip_adp_counter, xml_calls};
 
 /// Family name.
 const FAMILY: &str = "adp";

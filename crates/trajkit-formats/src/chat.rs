@@ -18,9 +18,9 @@ use crate::input::InputFile;
 use crate::json::{
     idx, into_extra, record_object, step_content_text, take, take_f64, take_list, take_nonempty_str, take_str,
 };
-use crate::reader::{Detection, Layout, Peek, RawRecord};
+use crate::reader::{Detection, Layout, Peek, RawRecord, RowsReader};
 use crate::rejection::{schema, Problem, Reason};
-use crate::swe::{chat_step, standard_gaps, steps_of, RowsReader};
+use crate::swe::{chat_step, standard_gaps, steps_of};
 
 /// Family name of OpenAI / TRL conversational rows.
 pub const OPENAI_MESSAGES: &str = "openai-messages";
@@ -45,7 +45,7 @@ fn first_item_has(v: Option<&Value>, key: &str) -> bool {
 
 /// A generic chat claim: below every harness-specific reader's.
 fn claim(reason: &str, layout: Layout) -> Option<Detection> {
-    crate::swe::claim(GENERIC, reason, layout)
+    crate::reader::claim(GENERIC, reason, layout)
 }
 
 /// Rows whose `messages` list starts with a role-tagged message.

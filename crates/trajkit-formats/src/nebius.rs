@@ -10,11 +10,10 @@ use trajkit_model::{Agent, Extra, Role, Step, ToolCall, Trajectory};
 
 use crate::input::InputFile;
 use crate::json::{into_extra, record_object, take, take_nonempty_str, take_str};
-use crate::reader::{Detection, Peek, RawRecord};
+use crate::reader::{Detection, Peek, RawRecord, RowsReader};
 use crate::rejection::{schema, Problem, Reason};
 use crate::swe::{
     bool_outcome, observation_step, rows_with_keys, standard_gaps, steps_of, swe_task, task_id, text_call_id,
-    RowsReader,
 };
 
 /// Family name.

@@ -387,6 +387,41 @@ pub trait Reader: Send + Sync {
     }
 }
 
+/// A reader of records held one per line or as one JSON array (one record per element), or
+/// a document that is one record: what nebius, SWE-Gym, SWE-smith, ADP, the two chat shapes,
+/// ToolBench and tau-bench share but for detecting and mapping a record.
+pub(crate) struct RowsReader {
+    /// Family name (`Reader::name`).
+    pub family: &'static str,
+    /// Claims a file from its first bytes (`Reader::detect`).
+    pub detect: fn(&Peek) -> Option<Detection>,
+    /// Maps one record (a line, an array element, or the whole document).
+    pub read: fn(&RawRecord, &InputFile) -> Result<Trajectory, Problem>,
+}
+
+impl Reader for RowsReader {
+    fn name(&self) -> &'static str {
+        self.family
+    }
+
+    fn detect(&self, peek: &Peek) -> Option<Detection> {
+        (self.detect)(peek)
+    }
+
+    fn split_document(&self, bytes: &[u8]) -> Option<Vec<std::ops::Range<usize>>> {
+        crate::json::array_elements(bytes)
+    }
+
+    fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
+        RecordResult::from_result((self.read)(raw, file))
+    }
+}
+
+/// A claim, as a reader's `detect` returns it.
+pub(crate) fn claim(confidence: u8, reason: &str, layout: Layout) -> Option<Detection> {
+    Some(Detection { confidence, reason: reason.into(), layout })
+}
+
 #[cfg(test)]
 mod tests {
     use super::Peek;

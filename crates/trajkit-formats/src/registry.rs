@@ -21,10 +21,8 @@ static GYM: gym::GymReader = gym::GymReader;
 static HARBOR_TRIAL: harbor_trial::HarborTrialReader = harbor_trial::HarborTrialReader;
 static HARBOR_TRACES: harbor_traces::HarborTracesReader = harbor_traces::HarborTracesReader;
 static OPENHANDS: openhands::OpenHandsReader = openhands::OpenHandsReader;
-static TOOLBENCH: crate::toolbench::ToolBenchReader = crate::toolbench::ToolBenchReader;
 static BFCL: crate::bfcl::BfclReader = crate::bfcl::BfclReader;
 static TAU2: crate::tau2::Tau2Reader = crate::tau2::Tau2Reader;
-static TAU_BENCH: crate::tau_bench::TauBenchReader = crate::tau_bench::TauBenchReader;
 static INSPECT: crate::inspect::InspectReader = crate::inspect::InspectReader;
 static MLFLOW: crate::mlflow::MlflowReader = crate::mlflow::MlflowReader;
 static LANGFUSE: crate::langfuse::LangfuseReader = crate::langfuse::LangfuseReader;
@@ -46,10 +44,10 @@ static ALL: &[&dyn Reader] = &[
     &crate::adp::READER,
     &crate::chat::OPENAI_MESSAGES_READER,
     &crate::chat::SHAREGPT_READER,
-    &TOOLBENCH,
+    &crate::toolbench::READER,
     &BFCL,
     &TAU2,
-    &TAU_BENCH,
+    &crate::tau_bench::READER,
     &CLAUDE_CODE,
     &CODEX,
     &CLINE,

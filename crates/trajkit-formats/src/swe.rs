@@ -5,46 +5,13 @@
 
 use serde_json::{Map, Value};
 use trajkit_model::{
-    Authorship, Extra, Gap, GapKind, Outcome, Role, Status, Step, Task, ToolCall, ToolResult, Trajectory, Verification,
+    Authorship, Extra, Gap, GapKind, Outcome, Role, Status, Step, Task, ToolCall, ToolResult, Verification,
 };
 
-use crate::input::InputFile;
 use crate::json::{content_text, idx, into_extra, step_content_text, take, take_nonempty_str, take_str};
 use crate::links::link_tool_results;
-use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
+use crate::reader::{claim, Detection, Layout, Peek};
 use crate::rejection::{schema, Problem, Reason};
-
-/// A reader of rows held one per line or as one JSON array (as the Agent Data Protocol's raw
-/// export holds them): what nebius, SWE-Gym, SWE-smith, ADP and the two chat shapes share but
-/// for detecting and mapping a row.
-pub(crate) struct RowsReader {
-    pub family: &'static str,
-    pub detect: fn(&Peek) -> Option<Detection>,
-    pub read: fn(&RawRecord, &InputFile) -> Result<Trajectory, Problem>,
-}
-
-impl Reader for RowsReader {
-    fn name(&self) -> &'static str {
-        self.family
-    }
-
-    fn detect(&self, peek: &Peek) -> Option<Detection> {
-        (self.detect)(peek)
-    }
-
-    fn split_document(&self, bytes: &[u8]) -> Option<Vec<std::ops::Range<usize>>> {
-        crate::json::array_elements(bytes)
-    }
-
-    fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
-        RecordResult::from_result((self.read)(raw, file))
-    }
-}
-
-/// A claim of a `RowsReader`'s `detect`.
-pub(crate) fn claim(confidence: u8, reason: &str, layout: Layout) -> Option<Detection> {
-    Some(Detection { confidence, reason: reason.into(), layout })
-}
 
 /// A claim on rows that hold every key of `lines` (90, one per line) or on a JSON array of
 /// records holding every key of `array` (85); the reason names the keys.

@@ -10,9 +10,9 @@ use trajkit_model::{Agent, Gap, GapKind, LazyValue, Status, Trajectory};
 
 use crate::input::InputFile;
 use crate::json::{into_extra, record_object, take};
-use crate::reader::{Detection, Peek, RawRecord};
+use crate::reader::{Detection, Peek, RawRecord, RowsReader};
 use crate::rejection::Problem;
-use crate::swe::{bool_outcome, chat_step, rows_with_keys, standard_gaps, steps_of, swe_task, task_id, RowsReader};
+use crate::swe::{bool_outcome, chat_step, rows_with_keys, standard_gaps, steps_of, swe_task, task_id};
 
 /// Family name.
 const FAMILY: &str = "swe-gym";

@@ -15,9 +15,9 @@ use trajkit_model::{Agent, Trajectory};
 
 use crate::input::InputFile;
 use crate::json::{into_extra, record_object, take_nonempty_str};
-use crate::reader::{Detection, Layout, Peek, RawRecord};
+use crate::reader::{claim, Detection, Layout, Peek, RawRecord, RowsReader};
 use crate::rejection::{schema, Problem, Reason};
-use crate::swe::{bool_outcome, chat_step, claim, standard_gaps, steps_of, swe_task, RowsReader};
+use crate::swe::{bool_outcome, chat_step, standard_gaps, steps_of, swe_task};
 
 /// Family name.
 const FAMILY: &str = "swe-smith";

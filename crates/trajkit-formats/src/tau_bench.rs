@@ -5,7 +5,6 @@
 //! See docs/formats/tau-bench.md for the mapping, task-key and outcome rules.
 
 use std::collections::BTreeMap;
-use std::ops::Range;
 
 use serde_json::{Map, Value};
 use trajkit_model::{
@@ -14,14 +13,15 @@ use trajkit_model::{
 };
 
 use crate::input::InputFile;
-use crate::json::{array_elements, into_extra, take, take_each, take_f64, take_str};
+use crate::json::{into_extra, take, take_each, take_f64, take_str};
 use crate::links::link_tool_results;
-use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
+use crate::reader::{claim, Detection, Layout, Peek, RawRecord, RowsReader};
 use crate::rejection::{parse_record, schema, Problem, Reason};
 use crate::tau2::parse_arguments;
 
-/// Reader for tau-bench v1 result files.
-pub struct TauBenchReader;
+/// Reader for tau-bench v1 result files: an array document (each element a record) or
+/// a single result object (read whole).
+pub(crate) static READER: RowsReader = RowsReader { family: "tau-bench", detect, read };
 
 /// Whether the peek is an array of results, and the keys of its (first) result object:
 /// from the parsed document when the peek holds all of it, else scanned from the bytes.
@@ -48,33 +48,16 @@ fn result_keys(peek: &Peek) -> Option<(bool, Vec<String>)> {
 /// The environment name used for the task key (the results do not name airline/retail).
 const ENVIRONMENT: &str = "tau-bench";
 
-impl Reader for TauBenchReader {
-    fn name(&self) -> &'static str {
-        "tau-bench"
+/// A tau-bench result object, or an array of them, with `task_id`, `info` and `traj`.
+fn detect(peek: &Peek) -> Option<Detection> {
+    let (array, keys) = result_keys(peek)?;
+    let has = |k: &str| keys.iter().any(|key| key == k);
+    if !(has("task_id") && has("info") && has("traj")) {
+        return None;
     }
-
-    fn detect(&self, peek: &Peek) -> Option<Detection> {
-        let (array, keys) = result_keys(peek)?;
-        let has = |k: &str| keys.iter().any(|key| key == k);
-        if !(has("task_id") && has("info") && has("traj")) {
-            return None;
-        }
-        let reason = if array {
-            "tau-bench results array (task_id, info, traj)"
-        } else {
-            "tau-bench result (task_id, info, traj)"
-        };
-        Some(Detection { confidence: 90, reason: reason.into(), layout: Layout::Document })
-    }
-
-    /// An array document: each element is a record. A single object is read whole.
-    fn split_document(&self, bytes: &[u8]) -> Option<Vec<Range<usize>>> {
-        array_elements(bytes)
-    }
-
-    fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
-        RecordResult::from_result(read(raw, file))
-    }
+    let reason =
+        if array { "tau-bench results array (task_id, info, traj)" } else { "tau-bench result (task_id, info, traj)" };
+    claim(90, reason, Layout::Document)
 }
 
 fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {

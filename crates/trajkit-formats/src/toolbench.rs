@@ -13,58 +13,41 @@ use trajkit_model::{
 };
 
 use crate::input::InputFile;
-use crate::json::{array_elements, into_extra, take, take_str};
+use crate::json::{into_extra, take, take_str};
 use crate::links::link_tool_results;
-use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
+use crate::reader::{claim, Detection, Layout, Peek, RawRecord, RowsReader};
 use crate::rejection::{parse_record, schema, Problem, Reason};
 
-/// Reader for ToolBench answer, SFT and query files.
-pub struct ToolBenchReader;
+/// Reader for ToolBench answer, SFT and query files: query lists and SFT files are arrays
+/// (one record per element), an answer file is one object (read whole).
+pub(crate) static READER: RowsReader = RowsReader { family: FAMILY, detect, read };
 
 const FAMILY: &str = "toolbench";
 
-impl Reader for ToolBenchReader {
-    fn name(&self) -> &'static str {
-        FAMILY
+/// ToolBench answer files (one object), query lists and SFT conversations (arrays).
+fn detect(peek: &Peek) -> Option<Detection> {
+    let doc = |confidence, reason: &str| claim(confidence, reason, Layout::Document);
+    let start = peek.bytes.iter().find(|b| !b.is_ascii_whitespace()).copied();
+    if start == Some(b'{') && peek.has_key_anywhere("answer_generation") && peek.has_key_anywhere("finish_type") {
+        return doc(95, "ToolBench answer file (answer_generation, finish_type)");
     }
-
-    fn detect(&self, peek: &Peek) -> Option<Detection> {
-        let doc = |confidence, reason: &str| {
-            Some(Detection { confidence, reason: reason.to_string(), layout: Layout::Document })
-        };
-        let start = peek.bytes.iter().find(|b| !b.is_ascii_whitespace()).copied();
-        if start == Some(b'{') && peek.has_key_anywhere("answer_generation") && peek.has_key_anywhere("finish_type") {
-            return doc(95, "ToolBench answer file (answer_generation, finish_type)");
+    // `answer_generation` is written after the tree, which can outgrow the peek.
+    if start == Some(b'{')
+        && peek.has_key_anywhere("win")
+        && peek.has_key_anywhere("tree")
+        && peek.has_key_anywhere("node_type")
+    {
+        return doc(85, "ToolBench answer file (win and a DFS tree)");
+    }
+    if start == Some(b'[') {
+        if peek.has_key_anywhere("query_id") && peek.has_key_anywhere("api_list") {
+            return doc(90, "ToolBench query list (query_id, api_list)");
         }
-        // `answer_generation` is written after the tree, which can outgrow the peek.
-        if start == Some(b'{')
-            && peek.has_key_anywhere("win")
-            && peek.has_key_anywhere("tree")
-            && peek.has_key_anywhere("node_type")
-        {
-            return doc(85, "ToolBench answer file (win and a DFS tree)");
+        if peek.has_key_anywhere("conversations") && peek.has_key_anywhere("from") && peek.contains("Action Input:") {
+            return doc(75, "ToolBench SFT conversations (from/value with Action Input)");
         }
-        if start == Some(b'[') {
-            if peek.has_key_anywhere("query_id") && peek.has_key_anywhere("api_list") {
-                return doc(90, "ToolBench query list (query_id, api_list)");
-            }
-            if peek.has_key_anywhere("conversations") && peek.has_key_anywhere("from") && peek.contains("Action Input:")
-            {
-                return doc(75, "ToolBench SFT conversations (from/value with Action Input)");
-            }
-        }
-        None
     }
-
-    fn split_document(&self, bytes: &[u8]) -> Option<Vec<std::ops::Range<usize>>> {
-        // Query lists and SFT files are arrays (one record per element); an answer file
-        // is one object, which `array_elements` declines.
-        array_elements(bytes)
-    }
-
-    fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
-        RecordResult::from_result(read(raw, file))
-    }
+    None
 }
 
 fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {
