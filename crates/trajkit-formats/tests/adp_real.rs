@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{counts, from_file, read, real, report};
+use common::{assert_figures, counts, from_file, read, real, report};
 use serde_json::json;
 use trajkit_model::{Authorship, Role, Status, TaskKeySource, Verification};
 
@@ -17,21 +17,11 @@ fn both_real_files_have_their_exact_figures() {
     assert_eq!(c.reports.len(), 2);
     // std: 192 content items (one step each), 83 api/code actions, each followed by its
     // observation.
-    let r = report(&c, STD);
-    assert_eq!(r.format.as_deref(), Some("adp"));
-    let got = (r.records, r.trajectories, r.subagents, r.steps, r.tool_calls, r.duplicate_records, r.rejected);
-    assert_eq!(got, (5, 5, 0, 192, 83, 0, 0));
-    assert_eq!(r.reasons, counts(&[]));
-    assert_eq!(r.gaps, counts(&[]));
+    assert_figures(report(&c, STD), STD, "adp", (5, 5, 0, 192, 83, 0, 0), &[], &[]);
     // SFT: 5 system steps + 192 turns; 88 <function=...> blocks (the 83 actions and the 5
     // `<finish>` messages the SFT conversion turns into finish calls, none answered).
-    let r = report(&c, SFT);
-    assert_eq!(r.format.as_deref(), Some("adp"));
-    let got = (r.records, r.trajectories, r.subagents, r.steps, r.tool_calls, r.duplicate_records, r.rejected);
-    assert_eq!(got, (5, 5, 0, 197, 88, 0, 0));
-    assert_eq!(r.reasons, counts(&[]));
-    assert_eq!(r.gaps, counts(&[("unanswered_tool_call", 5)]));
-    assert!(c.reports.iter().all(|r| r.error.is_none()));
+    let gaps = [("unanswered_tool_call", 5)];
+    assert_figures(report(&c, SFT), SFT, "adp", (5, 5, 0, 197, 88, 0, 0), &[], &gaps);
 }
 
 #[test]

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{counts, from_file, read, real, report};
+use common::{assert_figures, counts, from_file, read, real, report};
 use serde_json::json;
 use trajkit_model::{Authorship, Role, Status, TaskKeySource, Verification};
 
@@ -15,15 +15,9 @@ const GLAIVE: &str = "llamafactory_glaive_toolcall_en_demo.json";
 fn the_real_sharegpt_file_has_its_exact_figures() {
     let c = read(&[real("chat")]);
     assert_eq!(c.reports.len(), 1);
-    let r = report(&c, GLAIVE);
-    assert_eq!(r.format.as_deref(), Some("sharegpt"));
     // 300 rows, 35 byte-identical repeats; the 265 distinct rows hold 1690 turns and 193
     // function_call turns, each answered by the observation right after it.
-    let got = (r.records, r.trajectories, r.subagents, r.steps, r.tool_calls, r.duplicate_records, r.rejected);
-    assert_eq!(got, (300, 265, 0, 1690, 193, 35, 0));
-    assert_eq!(r.reasons, counts(&[]));
-    assert_eq!(r.gaps, counts(&[]));
-    assert!(r.error.is_none());
+    assert_figures(report(&c, GLAIVE), GLAIVE, "sharegpt", (300, 265, 0, 1690, 193, 35, 0), &[], &[]);
 }
 
 #[test]

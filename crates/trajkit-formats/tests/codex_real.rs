@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{counts, from_file, read, real, report};
+use common::{assert_figures, from_file, read, real, report};
 use serde_json::json;
 use trajkit_model::{Authorship, Role, Status, TaskKeySource, Verification};
 
@@ -21,12 +21,7 @@ fn every_real_codex_file_has_its_exact_figures() {
     // tool results (99 function_call_output + 3 custom_tool_call_output). B: 62 = 59 from
     // response items + 3 user steps that exist only as event_msg user_message.
     for (name, steps, calls) in [(A, 173, 102), (B, 62, 38)] {
-        let r = report(&c, &format!("codemie/{name}"));
-        assert_eq!(r.format.as_deref(), Some("codex"), "{name}");
-        let got = (r.records, r.trajectories, r.subagents, r.steps, r.tool_calls, r.duplicate_records, r.rejected);
-        assert_eq!(got, (1, 1, 0, steps, calls, 0, 0), "{name}");
-        assert!(r.reasons.is_empty() && r.part_of.is_none() && r.error.is_none(), "{name}");
-        assert_eq!(r.gaps, counts(&[]), "{name}");
+        assert_figures(report(&c, &format!("codemie/{name}")), name, "codex", (1, 1, 0, steps, calls, 0, 0), &[], &[]);
     }
 }
 

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{counts, from_file, read, real, report};
+use common::{assert_figures, from_file, read, real, report};
 use serde_json::json;
 use trajkit_model::{Role, Status, TaskKeySource, Verification};
 
@@ -35,12 +35,7 @@ fn every_real_inspect_file_has_its_exact_figures() {
     let c = read(&[real("inspect")]);
     assert_eq!(c.reports.len(), FIGURES.len(), "one report per fixture file (.eval files are discovered)");
     for &(name, records, steps, tool_calls, gaps, [ok, failed, unknown]) in FIGURES {
-        let r = report(&c, name);
-        assert_eq!(r.format.as_deref(), Some("inspect"), "{name}");
-        let got = (r.records, r.trajectories, r.subagents, r.steps, r.tool_calls, r.duplicate_records, r.rejected);
-        assert_eq!(got, (records, records, 0, steps, tool_calls, 0, 0), "{name}");
-        assert_eq!(r.gaps, counts(gaps), "{name} gaps");
-        assert!(r.reasons.is_empty() && r.error.is_none() && r.part_of.is_none(), "{name}");
+        assert_figures(report(&c, name), name, "inspect", (records, records, 0, steps, tool_calls, 0, 0), &[], gaps);
         let ts = from_file(&c, name);
         let n = |s: Status| ts.iter().filter(|t| t.outcome.status == s).count() as u64;
         assert_eq!([n(Status::Success), n(Status::Failure), n(Status::Unknown)], [ok, failed, unknown], "{name}");

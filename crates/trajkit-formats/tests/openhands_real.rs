@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{counts, from_file, read, real, report};
+use common::{assert_figures, from_file, read, real, report};
 use serde_json::json;
 use trajkit_model::{Authorship, Role, Status, TaskKeySource, Verification};
 
@@ -29,13 +29,8 @@ fn every_real_openhands_file_has_its_exact_figures() {
     for &(rel, records, trajectories, steps, tool_calls, dups, rejected, reasons, gaps) in FIGURES {
         let c = read(&[real(rel)]);
         assert_eq!(c.reports.len(), 1, "{rel}");
-        let r = &c.reports[0];
-        assert_eq!(r.format.as_deref(), Some("openhands"), "{rel}");
-        let got = (r.records, r.trajectories, r.subagents, r.steps, r.tool_calls, r.duplicate_records, r.rejected);
-        assert_eq!(got, (records, trajectories, 0, steps, tool_calls, dups, rejected), "{rel}");
-        assert_eq!(r.reasons, counts(reasons), "{rel} reasons");
-        assert_eq!(r.gaps, counts(gaps), "{rel} gaps");
-        assert!(r.error.is_none() && r.part_of.is_none(), "{rel}");
+        let want = (records, trajectories, 0, steps, tool_calls, dups, rejected);
+        assert_figures(&c.reports[0], rel, "openhands", want, reasons, gaps);
     }
     // Detection over the two fixture folders together: every file is claimed.
     let c = read(&[real("openhands_events"), real("openhands_eval_output")]);

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{counts, from_file, read, real, report};
+use common::{assert_figures, from_file, read, real, report};
 use serde_json::json;
 use trajkit_model::{Authorship, Role, Status, TaskKeySource, Verification};
 
@@ -13,13 +13,9 @@ const FILE: &str = "adp_swe-gym_sample_raw.json";
 fn the_real_file_has_its_exact_figures() {
     let c = read(&[real("swe_gym_openhands")]);
     assert_eq!(c.reports.len(), 1);
-    let r = report(&c, FILE);
-    assert_eq!(r.format.as_deref(), Some("swe-gym"));
-    let got = (r.records, r.trajectories, r.subagents, r.steps, r.tool_calls, r.duplicate_records, r.rejected);
-    assert_eq!(got, (5, 5, 0, 188, 87, 0, 0));
-    assert_eq!(r.reasons, counts(&[]));
-    assert_eq!(r.gaps, counts(&[("unanswered_tool_call", 5)]), "each run ends with a call nobody answered");
-    assert!(r.error.is_none());
+    // Each run ends with a call nobody answered.
+    let gaps = [("unanswered_tool_call", 5)];
+    assert_figures(report(&c, FILE), FILE, "swe-gym", (5, 5, 0, 188, 87, 0, 0), &[], &gaps);
 }
 
 #[test]

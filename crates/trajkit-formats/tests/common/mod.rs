@@ -58,3 +58,26 @@ pub fn from_file<'a>(c: &'a Collected, name: &str) -> Vec<&'a Trajectory> {
 pub fn counts(pairs: &[(&str, u64)]) -> std::collections::BTreeMap<String, u64> {
     pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
 }
+
+/// A report's counts in the order `assert_figures` compares them: records, trajectories,
+/// subagents, steps, tool calls, duplicate records, rejected records.
+pub type Counts = (u64, u64, u64, u64, u64, u64, u64);
+
+/// Asserts every figure of one file's report: its format, its counts, its rejections by
+/// reason and gaps by kind, and that the file was read whole, on its own, without error.
+/// `what` names the file in a failure.
+pub fn assert_figures(
+    r: &FileReport,
+    what: &str,
+    format: &str,
+    want: Counts,
+    reasons: &[(&str, u64)],
+    gaps: &[(&str, u64)],
+) {
+    assert_eq!(r.format.as_deref(), Some(format), "{what}");
+    let got = (r.records, r.trajectories, r.subagents, r.steps, r.tool_calls, r.duplicate_records, r.rejected);
+    assert_eq!(got, want, "{what}: records, trajectories, subagents, steps, tool calls, duplicates, rejected");
+    assert_eq!(r.reasons, counts(reasons), "{what} reasons");
+    assert_eq!(r.gaps, counts(gaps), "{what} gaps");
+    assert!(r.error.is_none() && r.part_of.is_none(), "{what}: {:?} {:?}", r.error, r.part_of);
+}
