@@ -16,7 +16,7 @@ use crate::chat::first_instruction;
 use crate::input::InputFile;
 use crate::json::{idx, into_extra, take, take_str};
 use crate::json::{is_array_document, record_object};
-use crate::reader::{claim, Detection, Layout, Peek, RawRecord, RowsReader};
+use crate::reader::{claim, Detection, FnReader, Layout, Peek, RawRecord};
 use crate::rejection::{schema, Problem, Reason};
 use crate::swe::{observation_step, standard_gaps, strip_adp_counter, xml_calls};
 
@@ -34,7 +34,7 @@ const CLASSES: &[&str] = &[
 ];
 
 /// Reader for ADP standardized trajectories and their OpenHands SFT view.
-pub(crate) static READER: RowsReader = RowsReader { family: FAMILY, detect, read };
+pub(crate) static READER: FnReader = FnReader { family: FAMILY, detect, read, arrays: true };
 
 /// Standardized trajectories (`content` items tagged by `class_`) and SFT rows (`id`,
 /// `conversations`, `system` with `<function=` calls), one per line or in a JSON array.

@@ -17,7 +17,7 @@ use trajkit_model::{
 use crate::input::InputFile;
 use crate::json::{into_extra, take, take_str};
 use crate::links::link_tool_results;
-use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
+use crate::reader::{claim, Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, schema, Problem, Reason};
 
 /// Reader for BFCL task, possible-answer, result and score files.
@@ -35,9 +35,7 @@ impl Reader for BfclReader {
     }
 
     fn detect(&self, peek: &Peek) -> Option<Detection> {
-        let lines = |confidence, reason: &str| {
-            Some(Detection { confidence, reason: reason.to_string(), layout: Layout::Lines })
-        };
+        let lines = |confidence, reason: &str| claim(confidence, reason, Layout::Lines);
         let id = peek.first_line.and_then(|v| v.get("id")).is_some_and(Value::is_string);
         let bfcl_name = peek.name.starts_with("BFCL_") || peek.name.contains(".BFCL_");
         if id && peek.has_key("question") && peek.has_key("function") {

@@ -18,7 +18,7 @@ use crate::input::InputFile;
 use crate::json::{
     idx, into_extra, record_object, step_content_text, take, take_f64, take_list, take_nonempty_str, take_str,
 };
-use crate::reader::{Detection, Layout, Peek, RawRecord, RowsReader};
+use crate::reader::{Detection, FnReader, Layout, Peek, RawRecord};
 use crate::rejection::{schema, Problem, Reason};
 use crate::swe::{chat_step, standard_gaps, steps_of};
 
@@ -31,12 +31,12 @@ pub const SHAREGPT: &str = "sharegpt";
 const GENERIC: u8 = 55;
 
 /// Reader for OpenAI / TRL conversational rows.
-pub(crate) static OPENAI_MESSAGES_READER: RowsReader =
-    RowsReader { family: OPENAI_MESSAGES, detect: detect_openai, read: read_openai };
+pub(crate) static OPENAI_MESSAGES_READER: FnReader =
+    FnReader { family: OPENAI_MESSAGES, detect: detect_openai, read: read_openai, arrays: true };
 
 /// Reader for ShareGPT rows.
-pub(crate) static SHAREGPT_READER: RowsReader =
-    RowsReader { family: SHAREGPT, detect: detect_sharegpt, read: read_sharegpt };
+pub(crate) static SHAREGPT_READER: FnReader =
+    FnReader { family: SHAREGPT, detect: detect_sharegpt, read: read_sharegpt, arrays: true };
 
 /// True when `v` is a non-empty list whose first element is an object holding `key`.
 fn first_item_has(v: Option<&Value>, key: &str) -> bool {

@@ -21,7 +21,7 @@ use trajkit_model::{
 use crate::input::{self, InputFile};
 use crate::json::{content_text, take, take_str, take_u64};
 use crate::links::link_tool_results;
-use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
+use crate::reader::{claim, Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, schema, Problem};
 
 /// Reader for Claude Code session logs.
@@ -39,9 +39,7 @@ impl Reader for ClaudeCodeReader {
     }
 
     fn detect(&self, peek: &Peek) -> Option<Detection> {
-        let doc = |confidence, reason: &str| {
-            Some(Detection { confidence, reason: reason.to_string(), layout: Layout::Document })
-        };
+        let doc = |confidence, reason: &str| claim(confidence, reason, Layout::Document);
         let jsonl = peek.name.ends_with(".jsonl") || peek.multi_line_records;
         if !jsonl {
             return None;

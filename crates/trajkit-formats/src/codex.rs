@@ -16,12 +16,12 @@ use crate::claude_code::parse_lines;
 use crate::input::InputFile;
 use crate::json::{content_text, step_content_text, take, take_str, take_u64};
 use crate::links::link_tool_results;
-use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
+use crate::reader::{claim, Detection, FnReader, Layout, Peek, RawRecord};
 use crate::rejection::{schema, Problem};
 use crate::responses::{message_role, take_reasoning};
 
 /// Reader for Codex CLI rollout files.
-pub struct CodexReader;
+pub(crate) static READER: FnReader = FnReader { family: FAMILY, detect, read, arrays: false };
 
 const FAMILY: &str = "codex";
 
@@ -41,38 +41,27 @@ const HARNESS_PREFIXES: &[&str] = &[
     "# AGENTS.md instructions",
 ];
 
-impl Reader for CodexReader {
-    fn name(&self) -> &'static str {
-        FAMILY
+/// Codex CLI rollouts: JSON Lines opening with `session_meta`, or rollout lines with payloads.
+fn detect(peek: &Peek) -> Option<Detection> {
+    let doc = |confidence, reason: &str| claim(confidence, reason, Layout::Document);
+    if !(peek.name.ends_with(".jsonl") || peek.multi_line_records) {
+        return None;
     }
-
-    fn detect(&self, peek: &Peek) -> Option<Detection> {
-        let doc = |confidence, reason: &str| {
-            Some(Detection { confidence, reason: reason.to_string(), layout: Layout::Document })
-        };
-        if !(peek.name.ends_with(".jsonl") || peek.multi_line_records) {
-            return None;
+    let first = peek.first_line.and_then(Value::as_object);
+    let kind = first.and_then(|m| m.get("type")).and_then(Value::as_str);
+    let payload = first.is_some_and(|m| m.get("payload").is_some_and(Value::is_object));
+    match kind {
+        Some("session_meta") if payload => doc(95, "rollout session_meta line"),
+        Some("response_item" | "event_msg" | "turn_context") if payload && peek.has_key("timestamp") => {
+            doc(85, "rollout lines without a session_meta first")
         }
-        let first = peek.first_line.and_then(Value::as_object);
-        let kind = first.and_then(|m| m.get("type")).and_then(Value::as_str);
-        let payload = first.is_some_and(|m| m.get("payload").is_some_and(Value::is_object));
-        match kind {
-            Some("session_meta") if payload => doc(95, "rollout session_meta line"),
-            Some("response_item" | "event_msg" | "turn_context") if payload && peek.has_key("timestamp") => {
-                doc(85, "rollout lines without a session_meta first")
-            }
-            _ if peek.first_line.is_none()
-                && peek.bytes.starts_with(b"{\"timestamp\":")
-                && peek.contains("\"type\":\"session_meta\",\"payload\":") =>
-            {
-                doc(80, "rollout session_meta in a first line too long to parse")
-            }
-            _ => None,
+        _ if peek.first_line.is_none()
+            && peek.bytes.starts_with(b"{\"timestamp\":")
+            && peek.contains("\"type\":\"session_meta\",\"payload\":") =>
+        {
+            doc(80, "rollout session_meta in a first line too long to parse")
         }
-    }
-
-    fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
-        RecordResult::from_result(read(raw, file))
+        _ => None,
     }
 }
 

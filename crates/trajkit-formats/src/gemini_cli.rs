@@ -10,49 +10,38 @@ use crate::claude_code::parse_lines;
 use crate::input::InputFile;
 use crate::json::{take, take_str, take_u64};
 use crate::links::link_tool_results;
-use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
+use crate::reader::{claim, Detection, FnReader, Layout, Peek, RawRecord};
 use crate::rejection::{schema, Problem};
 
 /// Reader for Gemini CLI chat recordings.
-pub struct GeminiCliReader;
+pub(crate) static READER: FnReader = FnReader { family: FAMILY, detect, read, arrays: false };
 
 const FAMILY: &str = "gemini-cli";
 
-impl Reader for GeminiCliReader {
-    fn name(&self) -> &'static str {
-        FAMILY
+/// Gemini CLI chat recordings.
+fn detect(peek: &Peek) -> Option<Detection> {
+    let doc = |confidence, reason: &str| claim(confidence, reason, Layout::Document);
+    let session_keys = peek.has_key("sessionId") && peek.has_key("projectHash");
+    let jsonl = peek.name.ends_with(".jsonl") || peek.multi_line_records;
+    if session_keys && jsonl {
+        return doc(90, "chat recording metadata line (sessionId + projectHash)");
     }
-
-    fn detect(&self, peek: &Peek) -> Option<Detection> {
-        let doc = |confidence, reason: &str| {
-            Some(Detection { confidence, reason: reason.to_string(), layout: Layout::Document })
-        };
-        let session_keys = peek.has_key("sessionId") && peek.has_key("projectHash");
-        let jsonl = peek.name.ends_with(".jsonl") || peek.multi_line_records;
-        if session_keys && jsonl {
-            return doc(90, "chat recording metadata line (sessionId + projectHash)");
-        }
-        if session_keys && peek.has_key("messages") {
-            return doc(90, "chat recording document (sessionId + projectHash + messages)");
-        }
-        if peek.first_line.is_some() || peek.multi_line_records || !peek.name.ends_with(".json") {
-            return None;
-        }
-        // A pretty-printed document: its first line is not a whole value.
-        match peek.document() {
-            Some(Value::Object(m)) if ["sessionId", "projectHash", "messages"].iter().all(|k| m.contains_key(*k)) => {
-                doc(90, "chat recording document (sessionId + projectHash + messages)")
-            }
-            Some(_) => None,
-            None if ["sessionId", "projectHash", "messages"].iter().all(|k| peek.has_key_anywhere(k)) => {
-                doc(75, "chat recording keys in a document too large or broken to parse in the peek")
-            }
-            None => None,
-        }
+    if session_keys && peek.has_key("messages") {
+        return doc(90, "chat recording document (sessionId + projectHash + messages)");
     }
-
-    fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
-        RecordResult::from_result(read(raw, file))
+    if peek.first_line.is_some() || peek.multi_line_records || !peek.name.ends_with(".json") {
+        return None;
+    }
+    // A pretty-printed document: its first line is not a whole value.
+    match peek.document() {
+        Some(Value::Object(m)) if ["sessionId", "projectHash", "messages"].iter().all(|k| m.contains_key(*k)) => {
+            doc(90, "chat recording document (sessionId + projectHash + messages)")
+        }
+        Some(_) => None,
+        None if ["sessionId", "projectHash", "messages"].iter().all(|k| peek.has_key_anywhere(k)) => {
+            doc(75, "chat recording keys in a document too large or broken to parse in the peek")
+        }
+        None => None,
     }
 }
 

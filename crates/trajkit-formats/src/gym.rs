@@ -17,7 +17,7 @@ use crate::json::{
     arguments_of, content_text, content_text_in, into_extra, step_content_text, take_f64, take_nonempty_str, take_u64,
 };
 use crate::links::link_tool_results;
-use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
+use crate::reader::{claim, Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, schema, Problem, Reason};
 use crate::responses::{message_role, reasoning_text};
 
@@ -32,9 +32,7 @@ impl Reader for GymReader {
     }
 
     fn detect(&self, peek: &Peek) -> Option<Detection> {
-        let lines = |confidence, reason: &str| {
-            Some(Detection { confidence, reason: reason.to_string(), layout: Layout::Lines })
-        };
+        let lines = |confidence, reason: &str| claim(confidence, reason, Layout::Lines);
         if peek.has_key("responses_create_params") || peek.has_key("_ng_task_index") {
             return lines(95, "rollout keys (responses_create_params / _ng_task_index)");
         }

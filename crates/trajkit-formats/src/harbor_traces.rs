@@ -13,7 +13,7 @@ use trajkit_model::{
 use crate::harbor_trial::status_of;
 use crate::input::InputFile;
 use crate::json::{array_elements, step_content_text, take, take_nonempty_str};
-use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
+use crate::reader::{claim, Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, schema, Problem, Reason};
 
 /// Reader for Harbor trace exports.
@@ -28,7 +28,7 @@ impl Reader for HarborTracesReader {
     }
 
     fn detect(&self, peek: &Peek) -> Option<Detection> {
-        let det = |confidence, reason: &str, layout| Some(Detection { confidence, reason: reason.to_string(), layout });
+        let det = |confidence, reason: &str, layout| claim(confidence, reason, layout);
         if let Some(v) = peek.first_line {
             return match v {
                 Value::Object(m) if is_row(m) => det(90, "Harbor trace rows (conversations, episode)", Layout::Lines),

@@ -18,7 +18,7 @@ use trajkit_model::{
 use crate::atif::AtifReader;
 use crate::input::{self, InputFile};
 use crate::json::{take, take_f64, take_nonempty_str, take_u64};
-use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
+use crate::reader::{claim, Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, schema, Problem};
 
 /// Where Harbor writes the agent's ATIF trajectory, relative to the trial directory.
@@ -36,9 +36,7 @@ impl Reader for HarborTrialReader {
     }
 
     fn detect(&self, peek: &Peek) -> Option<Detection> {
-        let doc = |confidence, reason: &str| {
-            Some(Detection { confidence, reason: reason.to_string(), layout: Layout::Document })
-        };
+        let doc = |confidence, reason: &str| claim(confidence, reason, Layout::Document);
         if let Some(Value::Object(m)) = peek.first_line {
             return if is_trial_result(m) {
                 doc(90, "Harbor trial result keys (task_name, trial_name, ...)")

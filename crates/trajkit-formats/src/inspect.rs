@@ -25,7 +25,7 @@ use crate::json::{
     take_object, take_seconds, take_str, take_u64,
 };
 use crate::links::link_tool_results;
-use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
+use crate::reader::{claim, Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, schema, Problem, Reason};
 
 /// Reader for Inspect AI logs.
@@ -47,9 +47,7 @@ impl Reader for InspectReader {
     }
 
     fn detect(&self, peek: &Peek) -> Option<Detection> {
-        let document = |confidence, reason: &str| {
-            Some(Detection { confidence, reason: reason.to_string(), layout: Layout::Document })
-        };
+        let document = |confidence, reason: &str| claim(confidence, reason, Layout::Document);
         if peek.bytes.starts_with(ZIP_MAGIC) {
             if peek.name.ends_with(".eval") {
                 return document(95, "zip archive named .eval (Inspect log)");

@@ -8,33 +8,20 @@ use trajkit_model::{Extra, Metrics};
 
 use crate::input::InputFile;
 use crate::json::idx;
-use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
+use crate::reader::{claim, Detection, FnReader, Layout, Peek, RawRecord};
 use crate::rejection::{parse_record, schema, Problem};
 use crate::traces::{self, decoded, usage_metrics, Doc, Kind, Span, Top, Verdict};
 
 /// Reader for Langfuse trace exports.
-pub struct LangfuseReader;
+pub(crate) static READER: FnReader = FnReader { family: "langfuse", detect, read, arrays: false };
 
-impl Reader for LangfuseReader {
-    fn name(&self) -> &'static str {
-        "langfuse"
+/// Langfuse trace exports: observations with `parentObservationId` and `traceId`.
+fn detect(peek: &Peek) -> Option<Detection> {
+    let has = |s: &str| peek.has_key_anywhere(s);
+    if has("observations") && has("parentObservationId") && has("traceId") {
+        return claim(90, "Langfuse trace with observations (parentObservationId, traceId)", Layout::Document);
     }
-
-    fn detect(&self, peek: &Peek) -> Option<Detection> {
-        let has = |s: &str| peek.has_key_anywhere(s);
-        if has("observations") && has("parentObservationId") && has("traceId") {
-            return Some(Detection {
-                confidence: 90,
-                reason: "Langfuse trace with observations (parentObservationId, traceId)".into(),
-                layout: Layout::Document,
-            });
-        }
-        None
-    }
-
-    fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
-        RecordResult::from_result(read(raw, file))
-    }
+    None
 }
 
 fn read(raw: &RawRecord, file: &InputFile) -> Result<trajkit_model::Trajectory, Problem> {

@@ -10,33 +10,20 @@ use serde_json::{Map, Value};
 use trajkit_model::{Extra, Metrics};
 
 use crate::input::InputFile;
-use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
+use crate::reader::{claim, Detection, FnReader, Layout, Peek, RawRecord};
 use crate::rejection::{parse_record, schema, Problem};
 use crate::traces::{self, decoded, order_key_int, usage_metrics, Doc, Kind, Span, Top, Verdict};
 
 /// Reader for LangSmith run exports.
-pub struct LangsmithReader;
+pub(crate) static READER: FnReader = FnReader { family: "langsmith", detect, read, arrays: false };
 
-impl Reader for LangsmithReader {
-    fn name(&self) -> &'static str {
-        "langsmith"
+/// LangSmith run exports: runs with `run_type` and `dotted_order` or `child_runs`.
+fn detect(peek: &Peek) -> Option<Detection> {
+    let has = |s: &str| peek.has_key_anywhere(s);
+    if has("run_type") && (has("dotted_order") || has("child_runs")) {
+        return claim(85, "LangSmith runs (run_type with dotted_order / child_runs)", Layout::Document);
     }
-
-    fn detect(&self, peek: &Peek) -> Option<Detection> {
-        let has = |s: &str| peek.has_key_anywhere(s);
-        if has("run_type") && (has("dotted_order") || has("child_runs")) {
-            return Some(Detection {
-                confidence: 85,
-                reason: "LangSmith runs (run_type with dotted_order / child_runs)".into(),
-                layout: Layout::Document,
-            });
-        }
-        None
-    }
-
-    fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
-        RecordResult::from_result(read(raw, file))
-    }
+    None
 }
 
 /// A run with its JSON path and the parent its nesting implies.

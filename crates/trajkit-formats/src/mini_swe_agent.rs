@@ -13,12 +13,12 @@ use trajkit_model::{
 use crate::input::InputFile;
 use crate::json::{into_extra, step_content_text, take, take_f64, take_object, take_str};
 use crate::links::link_tool_results;
-use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
+use crate::reader::{claim, Detection, FnReader, Layout, Peek, RawRecord};
 use crate::rejection::{parse_record, schema, Problem, Reason};
 use crate::swe::{chat_tool_calls, prediction_only, predictions_map};
 
 /// Reader for mini-swe-agent.
-pub struct MiniSweAgentReader;
+pub(crate) static READER: FnReader = FnReader { family: "mini-swe-agent", detect, read, arrays: false };
 
 /// Languages of the fenced blocks that mini-swe-agent executes.
 /// Family name.
@@ -26,38 +26,26 @@ const FAMILY: &str = "mini-swe-agent";
 
 const ACTION_FENCES: [&str; 2] = ["mswea_bash_command", "bash"];
 
-impl Reader for MiniSweAgentReader {
-    fn name(&self) -> &'static str {
-        "mini-swe-agent"
+/// mini-swe-agent trajectories and their predictions.
+fn detect(peek: &Peek) -> Option<Detection> {
+    let document = |confidence, reason: &str| claim(confidence, reason, Layout::Document);
+    if peek.has_key_anywhere("trajectory_format") && peek.contains("mini-swe-agent") {
+        return document(90, "trajectory_format mini-swe-agent");
     }
-
-    fn detect(&self, peek: &Peek) -> Option<Detection> {
-        let document = |confidence, reason: &str| {
-            Some(Detection { confidence, reason: reason.to_string(), layout: Layout::Document })
-        };
-        if peek.has_key_anywhere("trajectory_format") && peek.contains("mini-swe-agent") {
-            return document(90, "trajectory_format mini-swe-agent");
-        }
-        if peek.name.ends_with(".traj.json") && peek.bytes.trim_ascii_start().starts_with(b"[") && peek.contains("```")
-        {
-            return document(80, "a .traj.json message list with fenced actions");
-        }
-        // The name first: each substring test scans the whole peek.
-        let predictions = || {
-            predictions_map(peek.first_line)
-                || (peek.has_key_anywhere("model_patch")
-                    && peek.has_key_anywhere("instance_id")
-                    && !peek.has_key_anywhere("messages"))
-        };
-        if peek.name == "results.json" && predictions() {
-            return document(75, "mini-swe-agent results.json (predictions)");
-        }
-        None
+    if peek.name.ends_with(".traj.json") && peek.bytes.trim_ascii_start().starts_with(b"[") && peek.contains("```") {
+        return document(80, "a .traj.json message list with fenced actions");
     }
-
-    fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
-        RecordResult::from_result(read(raw, file))
+    // The name first: each substring test scans the whole peek.
+    let predictions = || {
+        predictions_map(peek.first_line)
+            || (peek.has_key_anywhere("model_patch")
+                && peek.has_key_anywhere("instance_id")
+                && !peek.has_key_anywhere("messages"))
+    };
+    if peek.name == "results.json" && predictions() {
+        return document(75, "mini-swe-agent results.json (predictions)");
     }
+    None
 }
 
 fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {

@@ -9,33 +9,20 @@ use trajkit_model::Extra;
 
 use crate::input::InputFile;
 use crate::json::idx;
-use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
+use crate::reader::{claim, Detection, FnReader, Layout, Peek, RawRecord};
 use crate::rejection::{parse_record, schema, Problem};
 use crate::traces::{self, order_key_int, usage_metrics, Doc, Kind, Span, Top, Verdict};
 
 /// Reader for MLflow trace JSON.
-pub struct MlflowReader;
+pub(crate) static READER: FnReader = FnReader { family: "mlflow", detect, read, arrays: false };
 
-impl Reader for MlflowReader {
-    fn name(&self) -> &'static str {
-        "mlflow"
+/// MLflow trace JSON: `info` and `data.spans` with `mlflow.spanType`.
+fn detect(peek: &Peek) -> Option<Detection> {
+    let has = |s: &str| peek.has_key_anywhere(s);
+    if has("info") && has("spans") && has("mlflow.spanType") {
+        return claim(90, "MLflow trace (info, data.spans with mlflow.spanType)", Layout::Document);
     }
-
-    fn detect(&self, peek: &Peek) -> Option<Detection> {
-        let has = |s: &str| peek.has_key_anywhere(s);
-        if has("info") && has("spans") && has("mlflow.spanType") {
-            return Some(Detection {
-                confidence: 90,
-                reason: "MLflow trace (info, data.spans with mlflow.spanType)".into(),
-                layout: Layout::Document,
-            });
-        }
-        None
-    }
-
-    fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
-        RecordResult::from_result(read(raw, file))
-    }
+    None
 }
 
 /// An attribute value: MLflow stores each as a JSON-encoded string.

@@ -10,7 +10,7 @@ use trajkit_model::{Agent, Extra, Role, Step, ToolCall, Trajectory};
 
 use crate::input::InputFile;
 use crate::json::{into_extra, record_object, take, take_nonempty_str, take_str};
-use crate::reader::{Detection, Peek, RawRecord, RowsReader};
+use crate::reader::{Detection, FnReader, Peek, RawRecord};
 use crate::rejection::{schema, Problem, Reason};
 use crate::swe::{
     bool_outcome, observation_step, rows_with_keys, standard_gaps, steps_of, swe_task, task_id, text_call_id,
@@ -20,7 +20,7 @@ use crate::swe::{
 const FAMILY: &str = "nebius";
 
 /// Reader for nebius/SWE-agent-trajectories rows.
-pub(crate) static READER: RowsReader = RowsReader { family: FAMILY, detect, read };
+pub(crate) static READER: FnReader = FnReader { family: FAMILY, detect, read, arrays: true };
 
 /// Rows with `trajectory`, `target` and `exit_status`, one per line or in a JSON array.
 fn detect(peek: &Peek) -> Option<Detection> {

@@ -18,11 +18,11 @@ use crate::input::InputFile;
 use crate::json::{
     content_text, into_extra, step_content_text, take, take_f64, take_nonempty_str, take_object, take_str, take_u64,
 };
-use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
+use crate::reader::{claim, Detection, FnReader, Layout, Peek, RawRecord};
 use crate::rejection::{parse_record, schema, Problem};
 
 /// Reader for OpenHands event streams, evaluation output and resolver output.
-pub struct OpenHandsReader;
+pub(crate) static READER: FnReader = FnReader { family: "openhands", detect, read, arrays: false };
 
 /// Action kinds that are never a tool call of the model: conversation, harness and state events.
 const NON_CALL_ACTIONS: &[&str] = &[
@@ -43,42 +43,32 @@ const NON_CALL_ACTIONS: &[&str] = &[
 /// Actions that end the run: OpenHands never answers them with an observation.
 const TERMINAL_ACTIONS: &[&str] = &["finish", "reject"];
 
-impl Reader for OpenHandsReader {
-    fn name(&self) -> &'static str {
-        "openhands"
-    }
-
-    fn detect(&self, peek: &Peek) -> Option<Detection> {
-        let found =
-            |confidence, reason: &str, layout| Some(Detection { confidence, reason: reason.to_string(), layout });
-        if let Some(Value::Object(row)) = peek.first_line {
-            if is_output_row(row) {
-                return found(95, "output row with an event history (instance_id / issue)", Layout::Lines);
-            }
+/// OpenHands event streams, evaluation output and resolver output.
+fn detect(peek: &Peek) -> Option<Detection> {
+    let found = |confidence, reason: &str, layout| claim(confidence, reason, layout);
+    if let Some(Value::Object(row)) = peek.first_line {
+        if is_output_row(row) {
+            return found(95, "output row with an event history (instance_id / issue)", Layout::Lines);
         }
-        let has = |k: &str| peek.has_key_anywhere(k);
-        if peek.first_line.is_none()
-            && peek.name.ends_with(".jsonl")
-            && has("history")
-            && (has("instance_id") || has("issue"))
-            && has("observation")
-        {
-            return found(70, "event history in a first line too long or malformed to parse", Layout::Lines);
-        }
-        let array = peek.bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
-        let events = has("source") && ((has("action") && has("args")) || (has("observation") && has("extras")));
-        if array && events {
-            if has("tool_call_metadata") {
-                return found(90, "array of events with tool_call_metadata", Layout::Document);
-            }
-            return found(85, "array of action/observation events", Layout::Document);
-        }
-        None
     }
-
-    fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
-        RecordResult::from_result(read(raw, file))
+    let has = |k: &str| peek.has_key_anywhere(k);
+    if peek.first_line.is_none()
+        && peek.name.ends_with(".jsonl")
+        && has("history")
+        && (has("instance_id") || has("issue"))
+        && has("observation")
+    {
+        return found(70, "event history in a first line too long or malformed to parse", Layout::Lines);
     }
+    let array = peek.bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
+    let events = has("source") && ((has("action") && has("args")) || (has("observation") && has("extras")));
+    if array && events {
+        if has("tool_call_metadata") {
+            return found(90, "array of events with tool_call_metadata", Layout::Document);
+        }
+        return found(85, "array of action/observation events", Layout::Document);
+    }
+    None
 }
 
 /// An output row: a `history` list of events next to `instance_id`, `issue` or `instruction`.

@@ -93,7 +93,7 @@ fn claim(bytes: &[u8], first_line: Option<&Value>) -> Option<Detection> {
         }
     };
     let layout = Layout::Document;
-    let found = |confidence: u8, reason: &str| Some(Detection { confidence, reason: reason.to_string(), layout });
+    let found = |confidence: u8, reason: &str| crate::reader::claim(confidence, reason, layout);
     match doc {
         Some(d) => {
             let groups = resource_groups(d)?;

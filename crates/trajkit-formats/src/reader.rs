@@ -387,19 +387,21 @@ pub trait Reader: Send + Sync {
     }
 }
 
-/// A reader of records held one per line or as one JSON array (one record per element), or
-/// a document that is one record: what nebius, SWE-Gym, SWE-smith, ADP, the two chat shapes,
-/// ToolBench and tau-bench share but for detecting and mapping a record.
-pub(crate) struct RowsReader {
+/// A reader that is its `detect` and `read` functions and nothing else: records are lines,
+/// a whole document, or (with `arrays`) the elements of a JSON array document. Most families
+/// need no more (`registry.rs` lists which).
+pub(crate) struct FnReader {
     /// Family name (`Reader::name`).
     pub family: &'static str,
     /// Claims a file from its first bytes (`Reader::detect`).
     pub detect: fn(&Peek) -> Option<Detection>,
     /// Maps one record (a line, an array element, or the whole document).
     pub read: fn(&RawRecord, &InputFile) -> Result<Trajectory, Problem>,
+    /// A document that is a JSON array holds one record per element; an object is one record.
+    pub arrays: bool,
 }
 
-impl Reader for RowsReader {
+impl Reader for FnReader {
     fn name(&self) -> &'static str {
         self.family
     }
@@ -409,7 +411,7 @@ impl Reader for RowsReader {
     }
 
     fn split_document(&self, bytes: &[u8]) -> Option<Vec<std::ops::Range<usize>>> {
-        crate::json::array_elements(bytes)
+        self.arrays.then(|| crate::json::array_elements(bytes)).flatten()
     }
 
     fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {

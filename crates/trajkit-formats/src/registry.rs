@@ -2,32 +2,26 @@
 
 use crate::reader::Reader;
 use crate::{
-    atif, claude_code, codex, gym, harbor_traces, harbor_trial, mini_swe_agent, nebius, openhands, swe_agent, swe_gym,
-    swe_smith,
+    adp, atif, bfcl, canonical, chat, claude_code, cline, codex, copilot, gemini_cli, gym, harbor_traces, harbor_trial,
+    inspect, langfuse, langsmith, mini_swe_agent, mlflow, nebius, opencode, openhands, otel, swe_agent, swe_gym,
+    swe_smith, tau2, tau_bench, toolbench,
 };
 
-static CANONICAL: crate::canonical::CanonicalReader = crate::canonical::CanonicalReader;
+// Readers with state or methods of their own; the others are `reader::FnReader` statics in
+// their modules (`READER`).
+static CANONICAL: canonical::CanonicalReader = canonical::CanonicalReader;
 static ATIF: atif::AtifReader = atif::AtifReader;
 static CLAUDE_CODE: claude_code::ClaudeCodeReader = claude_code::ClaudeCodeReader;
-static CODEX: codex::CodexReader = codex::CodexReader;
-static CLINE: crate::cline::ClineReader = crate::cline::ClineReader;
-static GEMINI_CLI: crate::gemini_cli::GeminiCliReader = crate::gemini_cli::GeminiCliReader;
-static COPILOT_CHAT: crate::copilot::CopilotChatReader = crate::copilot::CopilotChatReader;
-static COPILOT_CLI: crate::copilot::CopilotCliReader = crate::copilot::CopilotCliReader;
-static OPENCODE: crate::opencode::OpenCodeReader = crate::opencode::OpenCodeReader;
+static CLINE: cline::ClineReader = cline::ClineReader;
+static OPENCODE: opencode::OpenCodeReader = opencode::OpenCodeReader;
 static SWE_AGENT: swe_agent::SweAgentReader = swe_agent::SweAgentReader;
-static MINI_SWE_AGENT: mini_swe_agent::MiniSweAgentReader = mini_swe_agent::MiniSweAgentReader;
 static GYM: gym::GymReader = gym::GymReader;
 static HARBOR_TRIAL: harbor_trial::HarborTrialReader = harbor_trial::HarborTrialReader;
 static HARBOR_TRACES: harbor_traces::HarborTracesReader = harbor_traces::HarborTracesReader;
-static OPENHANDS: openhands::OpenHandsReader = openhands::OpenHandsReader;
-static BFCL: crate::bfcl::BfclReader = crate::bfcl::BfclReader;
-static TAU2: crate::tau2::Tau2Reader = crate::tau2::Tau2Reader;
-static INSPECT: crate::inspect::InspectReader = crate::inspect::InspectReader;
-static MLFLOW: crate::mlflow::MlflowReader = crate::mlflow::MlflowReader;
-static LANGFUSE: crate::langfuse::LangfuseReader = crate::langfuse::LangfuseReader;
-static LANGSMITH: crate::langsmith::LangsmithReader = crate::langsmith::LangsmithReader;
-static OTEL: crate::otel::OtelReader = crate::otel::OtelReader;
+static BFCL: bfcl::BfclReader = bfcl::BfclReader;
+static TAU2: tau2::Tau2Reader = tau2::Tau2Reader;
+static INSPECT: inspect::InspectReader = inspect::InspectReader;
+static OTEL: otel::OtelReader = otel::OtelReader;
 static ALL: &[&dyn Reader] = &[
     &CANONICAL,
     &ATIF,
@@ -37,27 +31,27 @@ static ALL: &[&dyn Reader] = &[
     &swe_gym::READER,
     &nebius::READER,
     &SWE_AGENT,
-    &MINI_SWE_AGENT,
+    &mini_swe_agent::READER,
     &HARBOR_TRIAL,
     &HARBOR_TRACES,
-    &OPENHANDS,
-    &crate::adp::READER,
-    &crate::chat::OPENAI_MESSAGES_READER,
-    &crate::chat::SHAREGPT_READER,
-    &crate::toolbench::READER,
+    &openhands::READER,
+    &adp::READER,
+    &chat::OPENAI_MESSAGES_READER,
+    &chat::SHAREGPT_READER,
+    &toolbench::READER,
     &BFCL,
     &TAU2,
-    &crate::tau_bench::READER,
+    &tau_bench::READER,
     &CLAUDE_CODE,
-    &CODEX,
+    &codex::READER,
     &CLINE,
-    &GEMINI_CLI,
-    &COPILOT_CHAT,
-    &COPILOT_CLI,
+    &gemini_cli::READER,
+    &copilot::CHAT_READER,
+    &copilot::CLI_READER,
     &OPENCODE,
-    &MLFLOW,
-    &LANGFUSE,
-    &LANGSMITH,
+    &mlflow::READER,
+    &langfuse::READER,
+    &langsmith::READER,
     &OTEL,
 ];
 

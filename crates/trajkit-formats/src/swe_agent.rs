@@ -14,7 +14,7 @@ use crate::input::InputFile;
 use crate::json::{into_extra, take, take_f64, take_object, take_str, take_u64};
 use crate::links::link_tool_results;
 use crate::outcomes;
-use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
+use crate::reader::{claim, Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, schema, Problem, Reason};
 use crate::swe::{
     chat_tool_calls, is_prediction, is_prediction_map, is_predictions_row, is_report, prediction_only, predictions_map,
@@ -29,9 +29,7 @@ impl Reader for SweAgentReader {
     }
 
     fn detect(&self, peek: &Peek) -> Option<Detection> {
-        let document = |confidence, reason: &str| {
-            Some(Detection { confidence, reason: reason.to_string(), layout: Layout::Document })
-        };
+        let document = |confidence, reason: &str| claim(confidence, reason, Layout::Document);
         // Names first: each substring test scans the whole peek.
         let summary = || peek.has_key_anywhere("resolved_ids") || peek.has_key_anywhere("ids_resolved");
         let instance_report = || peek.has_key_anywhere("resolved") && peek.has_key_anywhere("tests_status");

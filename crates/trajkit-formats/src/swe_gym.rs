@@ -10,7 +10,7 @@ use trajkit_model::{Agent, Gap, GapKind, LazyValue, Status, Trajectory};
 
 use crate::input::InputFile;
 use crate::json::{into_extra, record_object, take};
-use crate::reader::{Detection, Peek, RawRecord, RowsReader};
+use crate::reader::{Detection, FnReader, Peek, RawRecord};
 use crate::rejection::Problem;
 use crate::swe::{bool_outcome, chat_step, rows_with_keys, standard_gaps, steps_of, swe_task, task_id};
 
@@ -18,7 +18,7 @@ use crate::swe::{bool_outcome, chat_step, rows_with_keys, standard_gaps, steps_o
 const FAMILY: &str = "swe-gym";
 
 /// Reader for SWE-Gym OpenHands sampled trajectories.
-pub(crate) static READER: RowsReader = RowsReader { family: FAMILY, detect, read };
+pub(crate) static READER: FnReader = FnReader { family: FAMILY, detect, read, arrays: true };
 
 /// Rows with `messages`, `run_id` and `test_result`, one per line or in a JSON array.
 fn detect(peek: &Peek) -> Option<Detection> {

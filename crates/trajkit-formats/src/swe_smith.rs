@@ -15,7 +15,7 @@ use trajkit_model::{Agent, Trajectory};
 
 use crate::input::InputFile;
 use crate::json::{into_extra, record_object, take_nonempty_str};
-use crate::reader::{claim, Detection, Layout, Peek, RawRecord, RowsReader};
+use crate::reader::{claim, Detection, FnReader, Layout, Peek, RawRecord};
 use crate::rejection::{schema, Problem, Reason};
 use crate::swe::{bool_outcome, chat_step, standard_gaps, steps_of, swe_task};
 
@@ -23,7 +23,7 @@ use crate::swe::{bool_outcome, chat_step, standard_gaps, steps_of, swe_task};
 const FAMILY: &str = "swe-smith";
 
 /// Reader for SWE-smith trajectories (fine-tuning JSONL and ADP raw arrays).
-pub(crate) static READER: RowsReader = RowsReader { family: FAMILY, detect, read };
+pub(crate) static READER: FnReader = FnReader { family: FAMILY, detect, read, arrays: true };
 
 /// Rows with `messages` and `instance_id` (and `traj_id`, or `<function=` text calls), one
 /// per line or in a JSON array; rows with another SWE family's keys are left to it.

@@ -27,7 +27,7 @@ use crate::json::{
     array_elements, into_extra, object_members, take, take_each, take_f64, take_seconds, take_str, take_u64,
 };
 use crate::links::link_tool_results;
-use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
+use crate::reader::{claim, Detection, Layout, Peek, RawRecord, Reader, RecordResult};
 use crate::rejection::{parse_record, schema, Problem, Reason};
 
 /// Reader for tau2-bench results documents and simulation files.
@@ -58,9 +58,7 @@ impl Reader for Tau2Reader {
     }
 
     fn detect(&self, peek: &Peek) -> Option<Detection> {
-        let doc = |confidence, reason: &str| {
-            Some(Detection { confidence, reason: reason.to_string(), layout: Layout::Document })
-        };
+        let doc = |confidence, reason: &str| claim(confidence, reason, Layout::Document);
         let keys = peek.object_keys()?;
         let has = |k: &str| keys.iter().any(|key| key == k);
         match head_kind(has, peek.bytes) {

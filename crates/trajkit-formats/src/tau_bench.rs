@@ -15,13 +15,13 @@ use trajkit_model::{
 use crate::input::InputFile;
 use crate::json::{into_extra, take, take_each, take_f64, take_str};
 use crate::links::link_tool_results;
-use crate::reader::{claim, Detection, Layout, Peek, RawRecord, RowsReader};
+use crate::reader::{claim, Detection, FnReader, Layout, Peek, RawRecord};
 use crate::rejection::{parse_record, schema, Problem, Reason};
 use crate::tau2::parse_arguments;
 
 /// Reader for tau-bench v1 result files: an array document (each element a record) or
 /// a single result object (read whole).
-pub(crate) static READER: RowsReader = RowsReader { family: "tau-bench", detect, read };
+pub(crate) static READER: FnReader = FnReader { family: "tau-bench", detect, read, arrays: true };
 
 /// Whether the peek is an array of results, and the keys of its (first) result object:
 /// from the parsed document when the peek holds all of it, else scanned from the bytes.

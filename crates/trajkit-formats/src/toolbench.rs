@@ -15,12 +15,12 @@ use trajkit_model::{
 use crate::input::InputFile;
 use crate::json::{into_extra, take, take_str};
 use crate::links::link_tool_results;
-use crate::reader::{claim, Detection, Layout, Peek, RawRecord, RowsReader};
+use crate::reader::{claim, Detection, FnReader, Layout, Peek, RawRecord};
 use crate::rejection::{parse_record, schema, Problem, Reason};
 
 /// Reader for ToolBench answer, SFT and query files: query lists and SFT files are arrays
 /// (one record per element), an answer file is one object (read whole).
-pub(crate) static READER: RowsReader = RowsReader { family: FAMILY, detect, read };
+pub(crate) static READER: FnReader = FnReader { family: FAMILY, detect, read, arrays: true };
 
 const FAMILY: &str = "toolbench";
 

@@ -9,31 +9,22 @@ use super::{iso_from_millis, metrics, oplog, session_gaps, tool_call};
 use crate::chat::first_user_task;
 use crate::input::InputFile;
 use crate::json::{object_members, record_object, take, take_str, take_u64, Member};
-use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
+use crate::reader::{Detection, FnReader, Layout, Peek, RawRecord};
 use crate::rejection::{schema, Problem};
 
 /// Reader for VS Code Copilot Chat sessions and exports.
-pub struct CopilotChatReader;
+pub(crate) static READER: FnReader = FnReader { family: FAMILY, detect, read, arrays: false };
 
 const FAMILY: &str = "copilot-chat";
 
-impl Reader for CopilotChatReader {
-    fn name(&self) -> &'static str {
-        FAMILY
+/// VS Code Copilot Chat sessions, their mutation logs and exports.
+fn detect(peek: &Peek) -> Option<Detection> {
+    let doc = |reason: &str| Some(Detection { confidence: 90, reason: reason.into(), layout: Layout::Document });
+    if log_session_keys(peek).is_some_and(|keys| is_session(&keys)) {
+        return doc("chat session mutation log (kind 0 line whose v has requests)");
     }
-
-    fn detect(&self, peek: &Peek) -> Option<Detection> {
-        let doc = |reason: &str| Some(Detection { confidence: 90, reason: reason.into(), layout: Layout::Document });
-        if log_session_keys(peek).is_some_and(|keys| is_session(&keys)) {
-            return doc("chat session mutation log (kind 0 line whose v has requests)");
-        }
-        is_session(&peek.object_keys()?)
-            .then(|| doc("chat session (requests + requesterUsername/responderUsername/initialLocation)"))?
-    }
-
-    fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
-        RecordResult::from_result(read(raw, file))
-    }
+    is_session(&peek.object_keys()?)
+        .then(|| doc("chat session (requests + requesterUsername/responderUsername/initialLocation)"))?
 }
 
 /// The byte range of `v` when the first line is a mutation log's initial line (`kind` 0).

@@ -13,33 +13,24 @@ use crate::chat::first_user_task;
 use crate::claude_code::{parse_lines, Line};
 use crate::input::InputFile;
 use crate::json::{take, take_str, take_u64};
-use crate::reader::{Detection, Layout, Peek, RawRecord, Reader, RecordResult};
+use crate::reader::{Detection, FnReader, Layout, Peek, RawRecord};
 use crate::rejection::{schema, Problem};
 
 /// Reader for Copilot CLI session logs.
-pub struct CopilotCliReader;
+pub(crate) static READER: FnReader = FnReader { family: FAMILY, detect, read, arrays: false };
 
 const FAMILY: &str = "copilot-cli";
 
-impl Reader for CopilotCliReader {
-    fn name(&self) -> &'static str {
-        FAMILY
-    }
-
-    fn detect(&self, peek: &Peek) -> Option<Detection> {
-        let line = peek.first_line?;
-        let kind = line.get("type").and_then(Value::as_str)?;
-        let session = line.get("data").and_then(|d| d.get("sessionId")).is_some_and(Value::is_string);
-        (session && matches!(kind, "session.start" | "session.resume")).then(|| Detection {
-            confidence: 90,
-            reason: format!("session log opening with a {kind} event (data.sessionId)"),
-            layout: Layout::Document,
-        })
-    }
-
-    fn read_record(&self, raw: &RawRecord, file: &InputFile) -> RecordResult {
-        RecordResult::from_result(read(raw, file))
-    }
+/// Copilot CLI session logs.
+fn detect(peek: &Peek) -> Option<Detection> {
+    let line = peek.first_line?;
+    let kind = line.get("type").and_then(Value::as_str)?;
+    let session = line.get("data").and_then(|d| d.get("sessionId")).is_some_and(Value::is_string);
+    (session && matches!(kind, "session.start" | "session.resume")).then(|| Detection {
+        confidence: 90,
+        reason: format!("session log opening with a {kind} event (data.sessionId)"),
+        layout: Layout::Document,
+    })
 }
 
 fn read(raw: &RawRecord, file: &InputFile) -> Result<Trajectory, Problem> {

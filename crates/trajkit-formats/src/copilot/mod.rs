@@ -8,11 +8,11 @@ mod chat;
 mod cli;
 mod oplog;
 
+pub(crate) use chat::READER as CHAT_READER;
+pub(crate) use cli::READER as CLI_READER;
+
 use serde_json::{Map, Value};
 use trajkit_model::{Extra, Gap, GapKind, Metrics, Step, ToolCall};
-
-pub use chat::CopilotChatReader;
-pub use cli::CopilotCliReader;
 
 /// A tool call as both forms record it: id, name and arguments (a JSON string parsed, kept
 /// verbatim and flagged when it is not JSON), the rest of the source object in `extra`.
