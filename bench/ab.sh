@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A/B of two trajkit binaries on one command (convert, inspect, validate or build),
-# interleaved on the same input so that the shared machine's load hits both alike: RUNS runs
+# interleaved on the same input (A B, then B A, in turn) so that the shared machine's load and any
+# advantage of running second hit both alike: RUNS runs
 # of each (default 5); median wall, CPU (user + system) and system seconds, MiB/s of input
 # (uncompressed bytes on disk) per wall second and per CPU second, the load average at the
 # start, and the ratios B/A of the medians.
@@ -36,10 +37,14 @@ run() {
   rm -rf "$out/out.jsonl.zst" "$out/lib"
 }
 load=$(cut -d' ' -f1-3 /proc/loadavg)
-for _ in $(seq "$runs"); do run "$a" a; run "$b" b; done
+# The order alternates (A B, B A, ...): the second of two back-to-back runs measured up to 4 %
+# faster on this machine whichever binary it was (docs/PERFORMANCE.md, step 153).
+for i in $(seq "$runs"); do
+  if [ $((i % 2)) = 1 ]; then run "$a" a; run "$b" b; else run "$b" b; run "$a" a; fi
+done
 median() { sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 col() { cut -d' ' -f"$1" "$out/$2" | median; }
-printf 'trajkit %s of %s MiB, --threads %s, %s runs each, interleaved; load average at start %s\n\n' \
+printf 'trajkit %s of %s MiB, --threads %s, %s runs each, interleaved in alternating order; load average at start %s\n\n' \
   "$cmd" "$mib" "$threads" "$runs" "$load"
 printf '| binary | wall s | CPU s | system s | MiB/s (wall) | MiB/CPU-s | all wall s |\n|---|---|---|---|---|---|---|\n'
 for side in a b; do
